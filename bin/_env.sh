@@ -1,0 +1,41 @@
+# Sourced by bin/ scripts: creates (once) and activates the project's venvs.
+#   .venv/tf2: Python 3.11+ with the newest TensorFlow 2.x (tensorflow-cpu)
+#   .venv/tf1: Python 3.7 (pyenv 3.7.16, or $TF1PRUNE_PY37) with TensorFlow 1.15.5
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENVS=${TF1PRUNE_VENVS:-$ROOT/.venv}
+
+_log() { printf '[tf1prune] %s\n' "$*" >&2; }
+
+_py37() {
+  if [ -n "${TF1PRUNE_PY37:-}" ]; then echo "$TF1PRUNE_PY37"; return; fi
+  if command -v pyenv >/dev/null 2>&1 && [ -x "$(pyenv root)/versions/3.7.16/bin/python" ]; then
+    echo "$(pyenv root)/versions/3.7.16/bin/python"; return
+  fi
+  command -v python3.7 || true
+}
+
+# ensure_venv tf1|tf2: creates the venv on first use, prints its python.
+ensure_venv() {
+  local stack=$1 dir="$VENVS/$1" py
+  if [ ! -x "$dir/bin/python" ] || [ ! -f "$dir/.ready" ]; then
+    rm -rf "$dir"
+    if [ "$stack" = tf1 ]; then
+      py=$(_py37)
+      [ -n "$py" ] || { _log "TF 1.15 needs Python 3.7: install it (pyenv install 3.7.16) or set TF1PRUNE_PY37"; return 1; }
+      _log "creating $dir (Python 3.7, TensorFlow 1.15.5): a few minutes, once"
+      "$py" -m venv "$dir" >&2 || return 1
+      "$dir/bin/pip" install -q --upgrade "pip<24" >&2 || return 1
+      "$dir/bin/pip" install -q "tensorflow==1.15.5" "numpy<1.19" "protobuf<3.21" \
+        tf-slim pytest hypothesis scikit-learn >&2 || return 1
+    else
+      py=$(command -v python3)
+      _log "creating $dir ($("$py" --version), TensorFlow 2.x): a few minutes, once"
+      "$py" -m venv "$dir" >&2 || return 1
+      "$dir/bin/pip" install -q --upgrade pip >&2 || return 1
+      "$dir/bin/pip" install -q tensorflow-cpu tf-slim pytest hypothesis scikit-learn >&2 || return 1
+    fi
+    "$dir/bin/pip" install -q --no-deps -e "$ROOT" >&2 || return 1
+    touch "$dir/.ready"
+  fi
+  echo "$dir/bin/python"
+}

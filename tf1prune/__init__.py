@@ -1,0 +1,37 @@
+"""tf1prune: TensorFlow 1.x graph-mode weight pruning, drop-in for contrib's
+model_pruning, on TF 1.15 and TF 2.x (`tensorflow.compat.v1`).
+
+    import tf1prune as pruning   # was: from tensorflow.contrib import model_pruning as pruning
+
+    net = pruning.masked_conv2d(images, 64, 5, scope='conv1')
+    ...
+    p = pruning.Pruning(pruning.get_pruning_hparams().parse('target_sparsity=0.9'))
+    hooks = [pruning.PruningHook(p)]       # or run p.conditional_mask_update_op()
+
+Importing tf1prune changes nothing in TensorFlow's global state.
+"""
+
+from tf1prune.hooks import PruningHook, train
+from tf1prune.hparams import HParams, get_pruning_hparams
+from tf1prune.layers import masked_conv2d, masked_convolution, masked_fully_connected
+from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
+                              MASKED_WEIGHT_NAME, THRESHOLD_COLLECTION,
+                              WEIGHT_COLLECTION, MaskedWeight, apply_mask,
+                              get_masked_weights, get_masks, get_thresholds,
+                              get_weight_sparsity, get_weights,
+                              masked_weight_records)
+from tf1prune.pruning import Pruning
+from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
+
+__version__ = '0.1.0'
+
+__all__ = [
+    'MASK_COLLECTION', 'MASKED_WEIGHT_COLLECTION', 'MASKED_WEIGHT_NAME',
+    'THRESHOLD_COLLECTION', 'WEIGHT_COLLECTION',
+    'HParams', 'LSTMStateTuple', 'MaskedBasicLSTMCell', 'MaskedLSTMCell',
+    'MaskedWeight', 'Pruning', 'PruningHook',
+    'apply_mask', 'get_masked_weights', 'get_masks', 'get_pruning_hparams',
+    'get_thresholds', 'get_weight_sparsity', 'get_weights',
+    'masked_conv2d', 'masked_convolution', 'masked_fully_connected',
+    'masked_weight_records', 'train',
+]

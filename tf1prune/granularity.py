@@ -1,0 +1,92 @@
+"""What a mask prunes together: single weights, or blocks of a rank-2 weight.
+
+    >>> import numpy as np, tensorflow.compat.v1 as tf
+    >>> from tf1prune.granularity import Block
+    >>> from tf1prune.thresholds import magnitude_mask
+    >>> w = np.arange(16.).reshape(4, 4)
+    >>> with tf.Graph().as_default(), tf.Session() as sess:
+    ...   mask, _ = Block(2, 2, 'MAX').compute_mask(
+    ...       tf.constant(w), 0.5, lambda s, p: magnitude_mask(s, p))
+    ...   sess.run(mask)[:, 0].tolist()
+    [0.0, 0.0, 1.0, 1.0]
+
+A granularity has one job, `compute_mask(weight, sparsity, select)`: score the
+groups of `abs(weight)`, let `select(scores, sparsity) -> (group_mask,
+threshold)` choose the groups to keep, and spread the group mask over the
+weight. Masks are float32 and shaped like the weight; nothing here creates
+variables.
+"""
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+__all__ = ['Granularity', 'Element', 'Block']
+
+
+class Granularity(object):
+  """Base class: one method, `compute_mask`."""
+
+  def compute_mask(self, weight, sparsity, select):
+    """Returns (float32 mask shaped like `weight`, float32 threshold)."""
+    raise NotImplementedError
+
+
+class Element(Granularity):
+  """Every entry is its own group (the default)."""
+
+  def compute_mask(self, weight, sparsity, select):
+    return select(tf.abs(weight), sparsity)
+
+
+class Block(Granularity):
+  """Blocks of `height x width` entries of a rank-2 weight.
+
+  Singleton dimensions are squeezed first (a `[1, 1, in, out]` kernel is
+  rank 2); weights that are not rank 2 then fall back to single entries, as in
+  contrib. A block's score is the AVG or MAX of its `abs(w)`; blocks at the
+  right and bottom edges may be partial, and AVG divides by their real size.
+
+  Args:
+    height, width: block shape; -1 means the whole dimension.
+    pooling: 'AVG' or 'MAX'.
+  """
+
+  def __init__(self, height, width, pooling='AVG'):
+    if pooling not in ('AVG', 'MAX'):
+      raise ValueError("block pooling must be 'AVG' or 'MAX', got %r" % pooling)
+    for name, value in (('block height', height), ('block width', width)):
+      if value != -1 and value < 1:
+        raise ValueError('%s must be >= 1 or -1, got %r' % (name, value))
+    self.block = (height, width)
+    self.pooling = pooling
+
+  def _layout(self, shape):
+    """Returns (rows, cols, block_h, block_w) or None if not blockable."""
+    dims = [d for d in shape if d != 1]
+    if len(dims) != 2:
+      return None
+    rows, cols = dims
+    bh, bw = [d if b == -1 else min(b, d) for b, d in zip(self.block, dims)]
+    return rows, cols, bh, bw
+
+  def compute_mask(self, weight, sparsity, select):
+    shape = weight.get_shape().as_list()
+    layout = self._layout(shape)
+    if layout is None or layout[2:] == (1, 1):
+      return Element().compute_mask(weight, sparsity, select)
+    rows, cols, bh, bw = layout
+    nh, nw = -(-rows // bh), -(-cols // bw)
+    magnitudes = tf.abs(tf.reshape(weight, [rows, cols]))
+    padded = tf.pad(magnitudes, [[0, nh * bh - rows], [0, nw * bw - cols]])
+    blocks = tf.reshape(padded, [nh, bh, nw, bw])
+    if self.pooling == 'MAX':
+      scores = tf.reduce_max(blocks, axis=[1, 3])
+    else:
+      sizes = np.outer(np.minimum(bh, rows - bh * np.arange(nh)),
+                       np.minimum(bw, cols - bw * np.arange(nw)))
+      scores = tf.reduce_sum(blocks, axis=[1, 3]) / sizes.astype(
+          weight.dtype.base_dtype.as_numpy_dtype)
+    group_mask, threshold = select(scores, sparsity)
+    spread = tf.tile(group_mask[:, None, :, None], [1, bh, 1, bw])
+    mask = tf.reshape(spread, [nh * bh, nw * bw])[:rows, :cols]
+    return tf.reshape(mask, shape), threshold

@@ -1,0 +1,63 @@
+"""Running the mask update beside training: a SessionRunHook, and slim's train.
+
+    hook = tf1prune.PruningHook(pruning)       # or PruningHook(update_op)
+    with tf.train.MonitoredTrainingSession(hooks=[hook], ...) as sess:
+      while not sess.should_stop():
+        sess.run(train_op)
+
+The hook runs `conditional_mask_update_op()` after each training step, in a
+run of its own: the update then reads the weights that step wrote, never
+half-written ones.
+"""
+
+import tensorflow.compat.v1 as tf
+
+__all__ = ['PruningHook', 'train']
+
+
+class PruningHook(tf.train.SessionRunHook):
+  """Runs a mask update op after every `session.run` of the training loop.
+
+  Args:
+    pruning: a `Pruning` (its `conditional_mask_update_op()` is used) or an op
+      to run as it is.
+  """
+
+  def __init__(self, pruning):
+    self._pruning = pruning
+    self._op = None
+
+  def begin(self):
+    if hasattr(self._pruning, 'conditional_mask_update_op'):
+      self._op = self._pruning.conditional_mask_update_op()
+    else:
+      self._op = self._pruning
+
+  def after_run(self, run_context, run_values):
+    run_context.session.run(self._op)
+
+
+def train(train_op, logdir, mask_update_op, train_step_fn=None, **kwargs):
+  """tf-slim's `learning.train`, also running `mask_update_op` after each step.
+
+  Args:
+    train_op, logdir: as in `tf_slim.learning.train`.
+    mask_update_op: the op to run after every step, typically
+      `Pruning.conditional_mask_update_op()`.
+    train_step_fn: the step function to wrap; default slim's `train_step`.
+    **kwargs: passed on to `tf_slim.learning.train` (number_of_steps, saver,
+      save_interval_secs, ...).
+
+  Returns:
+    The final loss, as `tf_slim.learning.train` returns it.
+  """
+  from tf_slim import learning  # imported on use: it pulls in Supervisor.
+  step_fn = train_step_fn or learning.train_step
+
+  def step_with_pruning(sess, op, global_step, step_kwargs):
+    total_loss, should_stop = step_fn(sess, op, global_step, step_kwargs)
+    sess.run(mask_update_op)
+    return total_loss, should_stop
+
+  return learning.train(train_op, logdir, train_step_fn=step_with_pruning,
+                        **kwargs)

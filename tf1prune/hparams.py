@@ -1,0 +1,200 @@
+"""Pruning hyperparameters, parsed in TF1's HParams syntax.
+
+    >>> import tf1prune
+    >>> hp = tf1prune.get_pruning_hparams().parse(
+    ...     'target_sparsity=0.9,do_not_prune=[logits,embed]')
+    >>> hp.target_sparsity, hp.do_not_prune
+    (0.9, ['logits', 'embed'])
+
+`HParams` is a small stand-in for `tf.contrib.training.HParams`, which left with
+contrib: attribute access, `.values()`, and `.parse()` with the old syntax
+(comma-separated `name=value`, lists as `name=[a,b]`, each value typed after the
+default). `validate_hparams` checks ranges; `Pruning` calls it while the graph is
+built.
+"""
+
+import re
+
+__all__ = ['HParams', 'get_pruning_hparams', 'validate_hparams']
+
+# name=value or name=[v1,v2,...], each pair ended by a comma or the string's end.
+_PAIR = re.compile(r'\s*(?P<name>[A-Za-z_]\w*)\s*=\s*'
+                   r'(?:\[(?P<list>[^\]]*)\]|(?P<value>[^,\[\]]*))\s*(?:,|$)')
+
+_TRUE = ('true', '1', 'yes')
+_FALSE = ('false', '0', 'no')
+
+_DEFAULTS = (
+    ('name', 'model_pruning'),
+    ('begin_pruning_step', 0),
+    ('end_pruning_step', -1),
+    ('weight_sparsity_map', ['']),
+    ('block_dims_map', ['']),
+    ('threshold_decay', 0.0),
+    ('pruning_frequency', 10),
+    ('nbins', 256),
+    ('block_height', 1),
+    ('block_width', 1),
+    ('block_pooling_function', 'AVG'),
+    ('initial_sparsity', 0.0),
+    ('target_sparsity', 0.5),
+    ('sparsity_function_begin_step', 0),
+    ('sparsity_function_end_step', 100),
+    ('sparsity_function_exponent', 3.0),
+    ('use_tpu', False),
+    ('do_not_prune', ['']),
+    # tf1prune additions.
+    ('threshold_method', 'exact'),
+)
+
+
+def _convert(name, text, default):
+  """Converts `text` to the type of `default`, or raises ValueError."""
+  kind = type(default)
+  text = text.strip()
+  try:
+    if kind is bool:
+      low = text.lower()
+      if low in _TRUE:
+        return True
+      if low in _FALSE:
+        return False
+      raise ValueError(text)
+    if kind is int:
+      return int(text)
+    if kind is float:
+      return float(text)
+  except ValueError:
+    raise ValueError('hparam %s expects a value of type %s, got %r' %
+                     (name, kind.__name__, text))
+  return text
+
+
+class HParams(object):
+  """A set of named, typed hyperparameters.
+
+  Args:
+    **defaults: name -> default value (bool, int, float, str or list of str).
+      The default's type fixes the type every later value must have.
+  """
+
+  def __init__(self, **defaults):
+    self._names = list(defaults)
+    for name, value in defaults.items():
+      setattr(self, name, value)
+
+  def values(self):
+    """Returns a dict name -> current value (lists copied)."""
+    return {n: (list(v) if isinstance(v, list) else v)
+            for n, v in ((n, getattr(self, n)) for n in self._names)}
+
+  def add_hparam(self, name, value):
+    """Adds a new hyperparameter; raises ValueError if it exists already."""
+    if name in self._names:
+      raise ValueError('hparam %s already exists' % name)
+    self._names.append(name)
+    setattr(self, name, value)
+
+  def set_hparam(self, name, value):
+    """Sets an existing hyperparameter; raises ValueError if it is unknown."""
+    if name not in self._names:
+      raise ValueError('unknown hparam %s; known: %s' %
+                       (name, ', '.join(sorted(self._names))))
+    setattr(self, name, value)
+
+  def parse(self, text):
+    """Updates values from `name=value,name=[a,b]` and returns self.
+
+    Raises:
+      ValueError: `text` is malformed, names an unknown hparam, or gives a
+        value that does not convert to the default's type.
+    """
+    pos = 0
+    text = text or ''
+    while pos < len(text.rstrip()):
+      match = _PAIR.match(text, pos)
+      if not match:
+        raise ValueError('cannot parse hparams %r at position %d (%r); expected '
+                         'name=value or name=[a,b], comma separated' %
+                         (text, pos, text[pos:pos + 20]))
+      pos = match.end()
+      name = match.group('name')
+      if name not in self._names:
+        raise ValueError('unknown hparam %s in %r; known: %s' %
+                         (name, text, ', '.join(sorted(self._names))))
+      default = getattr(self, name)
+      items = match.group('list')
+      if isinstance(default, list):
+        raw = items if items is not None else match.group('value')
+        value = [v.strip() for v in raw.split(',')] if raw.strip() else ['']
+      elif items is not None:
+        raise ValueError('hparam %s takes a single %s, got the list [%s]' %
+                         (name, type(default).__name__, items))
+      else:
+        value = _convert(name, match.group('value'), default)
+      setattr(self, name, value)
+    return self
+
+  def __repr__(self):
+    return 'HParams(%s)' % ', '.join(
+        '%s=%r' % (n, getattr(self, n)) for n in self._names)
+
+
+def get_pruning_hparams():
+  """Returns an `HParams` with every pruning hyperparameter at its default.
+
+  The names, defaults and meanings are those of contrib's model_pruning (see
+  README.md, "Hyperparameters"). tf1prune adds `threshold_method`: 'exact'
+  (default; the exact k-th largest magnitude) or 'histogram' (the old estimate
+  from an `nbins`-bin histogram).
+  """
+  return HParams(**dict((n, list(v) if isinstance(v, list) else v)
+                        for n, v in _DEFAULTS))
+
+
+def _check(ok, message, *args):
+  if not ok:
+    raise ValueError(message % args)
+
+
+def _check_sparsity(name, value):
+  _check(isinstance(value, (int, float)) and 0.0 <= value < 1.0,
+         '%s must be in [0, 1), got %r', name, value)
+
+
+def validate_hparams(hp):
+  """Raises ValueError naming the first out-of-range hyperparameter of `hp`."""
+  for name in ('begin_pruning_step', 'end_pruning_step', 'pruning_frequency',
+               'nbins', 'block_height', 'block_width',
+               'sparsity_function_begin_step', 'sparsity_function_end_step'):
+    value = getattr(hp, name)
+    _check(isinstance(value, int) and not isinstance(value, bool),
+           '%s must be an int, got %r', name, value)
+  _check(hp.begin_pruning_step >= 0,
+         'begin_pruning_step must be >= 0, got %d', hp.begin_pruning_step)
+  _check(hp.end_pruning_step == -1 or hp.end_pruning_step > hp.begin_pruning_step,
+         'end_pruning_step must be -1 (never stop) or > begin_pruning_step=%d, '
+         'got %d', hp.begin_pruning_step, hp.end_pruning_step)
+  _check(hp.pruning_frequency >= 1,
+         'pruning_frequency must be >= 1, got %d', hp.pruning_frequency)
+  _check(hp.nbins >= 2, 'nbins must be >= 2, got %d', hp.nbins)
+  for name in ('block_height', 'block_width'):
+    value = getattr(hp, name)
+    _check(value == -1 or value >= 1,
+           '%s must be >= 1 or -1 (the whole dimension), got %d', name, value)
+  _check(0.0 <= hp.threshold_decay < 1.0,
+         'threshold_decay must be in [0, 1), got %r', hp.threshold_decay)
+  _check_sparsity('initial_sparsity', hp.initial_sparsity)
+  _check_sparsity('target_sparsity', hp.target_sparsity)
+  _check(hp.sparsity_function_end_step > hp.sparsity_function_begin_step,
+         'sparsity_function_end_step must be > sparsity_function_begin_step=%d, '
+         'got %d', hp.sparsity_function_begin_step, hp.sparsity_function_end_step)
+  _check(hp.sparsity_function_exponent > 0,
+         'sparsity_function_exponent must be > 0, got %r',
+         hp.sparsity_function_exponent)
+  _check(hp.block_pooling_function in ('AVG', 'MAX'),
+         "block_pooling_function must be 'AVG' or 'MAX', got %r",
+         hp.block_pooling_function)
+  _check(hp.threshold_method in ('exact', 'histogram'),
+         "threshold_method must be 'exact' or 'histogram', got %r",
+         hp.threshold_method)

@@ -1,0 +1,159 @@
+"""Mask and threshold variables next to a weight, and the graph collections.
+
+    >>> import tensorflow.compat.v1 as tf, tf1prune
+    >>> with tf.Graph().as_default():
+    ...   w = tf.get_variable('fc/weights', [4, 3])
+    ...   with tf.variable_scope('fc'):
+    ...     masked = tf1prune.apply_mask(w)
+    ...   [v.op.name for v in tf1prune.get_masks()], masked.op.name
+    (['fc/mask'], 'fc/weights/masked_weight')
+
+`apply_mask` is the contract of contrib's model_pruning: the collections below
+hold masks, thresholds, masked weights and raw weights in creation order. Each
+call also records the four names together in `RECORD_COLLECTION` (strings, so
+they survive a meta graph export and import), and `masked_weight_records` reads
+them back as one `MaskedWeight` per weight: nothing pairs parallel lists.
+"""
+
+import collections
+import json
+
+import tensorflow.compat.v1 as tf
+
+__all__ = [
+    'MASK_COLLECTION', 'THRESHOLD_COLLECTION', 'MASKED_WEIGHT_COLLECTION',
+    'WEIGHT_COLLECTION', 'MASKED_WEIGHT_NAME', 'RECORD_COLLECTION',
+    'MaskedWeight', 'apply_mask', 'get_masks', 'get_thresholds',
+    'get_masked_weights', 'get_weights', 'get_weight_sparsity',
+    'masked_weight_records',
+]
+
+MASK_COLLECTION = 'masks'
+THRESHOLD_COLLECTION = 'thresholds'
+MASKED_WEIGHT_COLLECTION = 'masked_weights'
+WEIGHT_COLLECTION = 'kernel'
+MASKED_WEIGHT_NAME = 'weights/masked_weight'
+RECORD_COLLECTION = 'tf1prune_masked_weights'
+
+
+class MaskedWeight(collections.namedtuple(
+    'MaskedWeight', ['name', 'weight', 'mask', 'threshold', 'masked_weight'])):
+  """One pruned weight: its raw value, mask and threshold variables, product.
+
+  Attributes:
+    name: the raw weight's op name (for a partitioned variable, its full name).
+    weight: the raw weight tensor, as passed to `apply_mask`.
+    mask: the mask variable, same shape and dtype as `weight`.
+    threshold: the scalar float32 threshold variable.
+    masked_weight: the tensor `mask * weight`.
+  """
+
+
+def _is_partitioned(x):
+  """True for a PartitionedVariable (not public API: duck-typed)."""
+  return not isinstance(x, (tf.Variable, tf.Tensor)) and hasattr(x, 'as_tensor')
+
+
+def _weight_name(x):
+  return x.name if _is_partitioned(x) else x.op.name
+
+
+def _add_once(collection, value):
+  if value not in tf.get_collection(collection):
+    tf.add_to_collection(collection, value)
+
+
+def _maybe_variable_scope(scope):
+  """variable_scope(scope), or the current scope for '' (TF2 would add '//')."""
+  if scope:
+    return tf.variable_scope(scope)
+  return tf.variable_scope(tf.get_variable_scope())
+
+
+def apply_mask(x, scope=''):
+  """Returns `mask * x`, creating the mask and threshold of weight `x`.
+
+  Args:
+    x: the weight: a variable, a partitioned variable (pruned as one weight)
+      or a float tensor with a fully defined shape of rank >= 1.
+    scope: variable scope for the new `mask` and `threshold` variables; ''
+      uses the current one. Under `reuse=True` the existing ones are used.
+
+  Returns:
+    The masked weight, an op named `<name scope>/weights/masked_weight`.
+
+  Raises:
+    ValueError: `x` is not floating point, is a scalar or has no elements.
+  """
+  dtype = x.dtype.base_dtype
+  shape = x.get_shape()
+  name = _weight_name(x)
+  if not dtype.is_floating:
+    raise ValueError('apply_mask needs a floating-point weight; %s has dtype %s. '
+                     'Cast it, or leave it unpruned.' % (name, dtype.name))
+  if not shape.is_fully_defined() or shape.ndims == 0 or shape.num_elements() == 0:
+    raise ValueError('apply_mask needs a weight of known, non-empty shape with '
+                     'rank >= 1; %s has shape %s.' % (name, shape))
+  with _maybe_variable_scope(scope):
+    mask = tf.get_variable('mask', shape, dtype, initializer=tf.ones_initializer(),
+                           trainable=False)
+    threshold = tf.get_variable('threshold', [], tf.float32,
+                                initializer=tf.zeros_initializer(),
+                                trainable=False)
+  if _is_partitioned(x):
+    x = x.as_tensor()
+  masked = tf.multiply(mask, x, name=MASKED_WEIGHT_NAME)
+  if mask not in tf.get_collection(MASK_COLLECTION):
+    for collection, value in ((MASK_COLLECTION, mask),
+                              (THRESHOLD_COLLECTION, threshold),
+                              (MASKED_WEIGHT_COLLECTION, masked),
+                              (WEIGHT_COLLECTION, x)):
+      _add_once(collection, value)
+    tf.add_to_collection(RECORD_COLLECTION, json.dumps({
+        'name': name, 'weight': masked.op.inputs[1].name, 'mask': mask.op.name,
+        'threshold': threshold.op.name, 'masked_weight': masked.name}))
+  return masked
+
+
+def masked_weight_records(graph=None):
+  """Returns one `MaskedWeight` per `apply_mask` call in `graph`, in order."""
+  graph = graph or tf.get_default_graph()
+  variables = {v.op.name: v for v in graph.get_collection(
+      tf.GraphKeys.GLOBAL_VARIABLES)}
+  records = []
+  for entry in graph.get_collection(RECORD_COLLECTION):
+    if isinstance(entry, bytes):
+      entry = entry.decode('utf-8')
+    names = json.loads(entry)
+    records.append(MaskedWeight(
+        name=names['name'],
+        weight=graph.get_tensor_by_name(names['weight']),
+        mask=variables[names['mask']],
+        threshold=variables[names['threshold']],
+        masked_weight=graph.get_tensor_by_name(names['masked_weight'])))
+  return records
+
+
+def get_masks():
+  """Returns the mask variables, in creation order."""
+  return tf.get_collection(MASK_COLLECTION)
+
+
+def get_thresholds():
+  """Returns the threshold variables, in creation order."""
+  return tf.get_collection(THRESHOLD_COLLECTION)
+
+
+def get_masked_weights():
+  """Returns the `mask * weight` tensors, in creation order."""
+  return tf.get_collection(MASKED_WEIGHT_COLLECTION)
+
+
+def get_weights():
+  """Returns the raw weights passed to `apply_mask`, in creation order."""
+  return tf.get_collection(WEIGHT_COLLECTION)
+
+
+def get_weight_sparsity():
+  """Returns one `tf.nn.zero_fraction(mask)` tensor per mask."""
+  return [tf.nn.zero_fraction(mask) for mask in get_masks()]
