@@ -70,8 +70,9 @@ def _radix_select(bits, k, widths):
   shift = sum(widths)
   for level, width in enumerate(widths):
     shift -= width
-    digit = tf.bitwise.bitwise_and(tf.bitwise.right_shift(candidates, shift),
-                                   tf.constant((1 << width) - 1, dtype))
+    digit = tf.bitwise.right_shift(candidates, shift)
+    if level > 0:  # the first digit needs no mask: the sign bit is 0.
+      digit = tf.bitwise.bitwise_and(digit, tf.constant((1 << width) - 1, dtype))
     counts = tf.math.bincount(tf.cast(digit, tf.int32), minlength=1 << width,
                               maxlength=1 << width)
     # at_least[d]: candidates whose digit is >= d (non-increasing in d).
@@ -119,6 +120,8 @@ def magnitude_mask(scores, sparsity, name=None):
     bits, widths = _as_ordered_bits(scores)
     keep = keep_count(tf.size(bits), sparsity)
     t_bits, n_equal, need = _radix_select(bits, tf.maximum(keep, 1), widths)
+    # keep == 0: take no tie and nothing above the maximum, in the same pass.
+    need = tf.where(keep > 0, need, 0 * need)
 
     def keep_ties_in_order():
       ties = tf.equal(bits, t_bits)
@@ -127,7 +130,6 @@ def magnitude_mask(scores, sparsity, name=None):
 
     flat = tf.cond(tf.equal(n_equal, need), lambda: bits >= t_bits,
                    keep_ties_in_order)
-    flat = tf.logical_and(flat, keep > 0)
     mask = tf.reshape(tf.cast(flat, tf.float32), tf.shape(scores))
     float_dtype = tf.float64 if bits.dtype == tf.int64 else tf.float32
     threshold = tf.where(keep > 0,

@@ -1,0 +1,62 @@
+"""Side-by-side timing helpers shared by the benchmarks.
+
+    >>> from bench._timing import interleaved_medians
+    >>> medians = interleaved_medians({'a': lambda: None, 'b': lambda: None},
+    ...                               repeats=3)
+    >>> sorted(medians)
+    ['a', 'b']
+
+Every comparison is measured inside one process, the candidates alternating
+within each repeat, and reported as medians and ratios: these machines are
+noisy, so one absolute time means little.
+"""
+
+import json
+import os
+import platform
+import time
+
+import numpy as np
+
+
+def interleaved_medians(candidates, repeats=7, inner=1, warmup=1):
+  """Times each callable `inner` times per repeat, alternating candidates.
+
+  Returns:
+    dict name -> median seconds per call.
+  """
+  for fn in candidates.values():
+    for _ in range(warmup):
+      fn()
+  samples = {name: [] for name in candidates}
+  names = list(candidates)
+  for r in range(repeats):
+    order = names if r % 2 == 0 else names[::-1]
+    for name in order:
+      fn = candidates[name]
+      start = time.perf_counter()
+      for _ in range(inner):
+        fn()
+      samples[name].append((time.perf_counter() - start) / inner)
+  return {name: float(np.median(v)) for name, v in samples.items()}
+
+
+def machine_info():
+  """The machine, TF version and date, for the results files."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return {'machine': platform.machine(), 'processor': platform.processor(),
+          'cpus': os.cpu_count(), 'python': platform.python_version(),
+          'tensorflow': tf.__version__,
+          'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
+
+
+def write_results(name, payload):
+  """Writes bench/results/<name>.json atomically and returns its path."""
+  out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
+  os.makedirs(out_dir, exist_ok=True)
+  path = os.path.join(out_dir, name + '.json')
+  tmp = path + '.tmp'
+  with open(tmp, 'w') as f:
+    json.dump(dict(payload, **{'info': machine_info()}), f, indent=2, sort_keys=True)
+  os.replace(tmp, path)
+  return path
