@@ -13,6 +13,8 @@ default). `validate_hparams` checks ranges; `Pruning` calls it while the graph i
 built.
 """
 
+import math
+import numbers
 import re
 
 __all__ = ['HParams', 'get_pruning_hparams', 'validate_hparams']
@@ -162,8 +164,50 @@ def _check_sparsity(name, value):
          '%s must be in [0, 1), got %r', name, value)
 
 
+def _type_problem(value, default):
+  """Returns the type `value` should have (like `default`), or None if it fits."""
+  if isinstance(default, bool):
+    return None if isinstance(value, bool) else 'a bool'
+  if isinstance(default, int):
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return None if ok else 'an int'
+  if isinstance(default, float):
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return None if ok else 'a float'
+  if isinstance(default, str):
+    return None if isinstance(value, str) else 'a str'
+  if isinstance(default, list):
+    ok = isinstance(value, (list, tuple)) and all(isinstance(v, str)
+                                                  for v in value)
+    return None if ok else "a list of str (e.g. ['conv1'])"
+  return None
+
+
+def _check_types(hp):
+  """Raises ValueError for a missing hparam or one of the wrong type."""
+  if isinstance(hp, str) or not hasattr(hp, 'values'):
+    raise ValueError('spec must be an hparams object from get_pruning_hparams(), '
+                     'got %r; parse text with get_pruning_hparams().parse(...)'
+                     % (hp,))
+  for name, default in _DEFAULTS:
+    if not hasattr(hp, name):
+      raise ValueError('spec has no hparam %s; start from get_pruning_hparams()'
+                       % name)
+    value = getattr(hp, name)
+    expected = _type_problem(value, default)
+    _check(expected is None, '%s must be %s, got %r (%s)', name, expected,
+           value, type(value).__name__)
+  _check(hp.name, 'name must be a non-empty str, got %r', hp.name)
+
+
 def validate_hparams(hp):
-  """Raises ValueError naming the first out-of-range hyperparameter of `hp`."""
+  """Raises ValueError naming the first bad hyperparameter of `hp`.
+
+  Checks that every hparam of `get_pruning_hparams()` is present with the type
+  of its default (ints for ints, numbers for floats, lists of str for lists),
+  then the ranges.
+  """
+  _check_types(hp)
   for name in ('begin_pruning_step', 'end_pruning_step', 'pruning_frequency',
                'nbins', 'block_height', 'block_width',
                'sparsity_function_begin_step', 'sparsity_function_end_step'):
@@ -189,6 +233,9 @@ def validate_hparams(hp):
   _check(hp.sparsity_function_end_step > hp.sparsity_function_begin_step,
          'sparsity_function_end_step must be > sparsity_function_begin_step=%d, '
          'got %d', hp.sparsity_function_begin_step, hp.sparsity_function_end_step)
+  _check(hp.sparsity_function_exponent < math.inf,
+         'sparsity_function_exponent must be finite, got %r',
+         hp.sparsity_function_exponent)
   _check(hp.sparsity_function_exponent > 0,
          'sparsity_function_exponent must be > 0, got %r',
          hp.sparsity_function_exponent)

@@ -21,6 +21,7 @@ to keep by the threshold method (`threshold_method`, `threshold_decay`).
 """
 
 import re
+import sys
 
 import tensorflow.compat.v1 as tf
 
@@ -55,19 +56,53 @@ def _selector(spec, old_threshold):
   decay = float(spec.threshold_decay)
 
   def smooth(new):
-    return decay * old_threshold + (1.0 - decay) * new
+    if decay == 0.0:
+      return new
+    # A +inf old threshold (nothing finite kept last time) is not averaged.
+    return tf.where(tf.is_finite(old_threshold),
+                    decay * old_threshold + (1.0 - decay) * new, new)
+
+  def keep(scores, t, strict):
+    # NaN scores rank above everything (see thresholds.py): always kept.
+    scores = tf.cast(scores, tf.float32)
+    above = scores > t if strict else scores >= t
+    return tf.cast(tf.logical_or(above, tf.is_nan(scores)), tf.float32)
 
   def select(scores, sparsity):
     if spec.threshold_method == 'histogram':
       t = smooth(thresholds.histogram_threshold(scores, sparsity, spec.nbins))
-      return tf.cast(tf.cast(scores, tf.float32) > t, tf.float32), t
+      return keep(scores, t, True), t
     mask, t = thresholds.magnitude_mask(scores, sparsity)
     if decay == 0.0:
       return mask, t
     t = smooth(t)
-    return tf.cast(tf.cast(scores, tf.float32) >= t, tf.float32), t
+    return keep(scores, t, False), t
+
 
   return select
+
+
+def _non_finite_warning(record, step):
+  """Returns an op that prints a warning if `record.weight` has NaN or Inf.
+
+  One reduce_sum pass over the weight; the exact count and the message (to
+  stderr, from the process that runs the op) only when the sum is not finite.
+  """
+  weight = record.weight
+  if weight.dtype.base_dtype not in (tf.float32, tf.float64):
+    weight = tf.cast(weight, tf.float32)  # float16 sums overflow early.
+  total = tf.reduce_sum(weight)
+
+  def warn():
+    count = tf.reduce_sum(tf.cast(tf.logical_not(tf.is_finite(weight)),
+                                  tf.int32))
+    return tf.print('tf1prune WARNING: weight', record.name, 'has', count,
+                    'NaN or Inf entries at mask update step', step, '; they '
+                    'rank above every finite weight and stay in the mask.',
+                    output_stream=sys.stderr)
+
+  return tf.cond(tf.is_finite(total), tf.no_op, warn,
+                 name='non_finite_warning')
 
 
 class Pruning(object):
@@ -156,6 +191,11 @@ class Pruning(object):
       if unmatched:
         tf.logging.warning('%s entries %s match no masked weight (%s)', name,
                            unmatched, ', '.join(names))
+    unmatched = [r.pattern for r in self._do_not_prune
+                 if not any(r.search(n) for n in names)]
+    if unmatched:
+      tf.logging.warning('do_not_prune entries %s match no masked weight (%s)',
+                         unmatched, ', '.join(names))
     return [r for r in records
             if not any(regex.search(r.name) for regex in self._do_not_prune)]
 
@@ -167,6 +207,7 @@ class Pruning(object):
         select = _selector(self._spec, record.threshold)
         mask, threshold = self._granularity_for(record.name).compute_mask(
             record.weight, self._sparsity_for(record.name), select)
+        ops.append(_non_finite_warning(record, self._global_step))
         ops.append(tf.assign(record.threshold, threshold))
         ops.append(tf.assign(record.mask,
                              tf.cast(mask, record.mask.dtype.base_dtype)))

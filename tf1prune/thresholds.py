@@ -22,8 +22,9 @@ descending, then position ascending), so a mask at a higher sparsity never keeps
 a weight that a lower sparsity dropped.
 
 NaN scores rank above +inf, which ranks above every finite score; so NaN and
-infinite weights are kept and never turn the threshold into NaN unless they
-outnumber the weights to keep.
+infinite weights are kept first, and the threshold is the smallest kept finite
+score. It is never NaN: when only non-finite scores are kept it is +inf. The
+histogram method leaves non-finite scores out of its histogram and keeps them.
 """
 
 import tensorflow.compat.v1 as tf
@@ -113,7 +114,8 @@ def magnitude_mask(scores, sparsity, name=None):
     mask: float32 tensor shaped like `scores`, 1.0 for the kept entries; keeps
       `keep_count(size, sparsity)` entries, ties broken by position (earliest
       kept).
-    threshold: float32 scalar, the smallest kept score (+inf if none is kept).
+    threshold: float32 scalar, the smallest kept score; +inf if none is kept
+      or every kept score is NaN or +inf (never NaN).
   """
   with tf.name_scope(name, 'magnitude_mask', [scores, sparsity]):
     scores = tf.convert_to_tensor(scores)
@@ -132,9 +134,10 @@ def magnitude_mask(scores, sparsity, name=None):
                    keep_ties_in_order)
     mask = tf.reshape(tf.cast(flat, tf.float32), tf.shape(scores))
     float_dtype = tf.float64 if bits.dtype == tf.int64 else tf.float32
-    threshold = tf.where(keep > 0,
-                         tf.cast(tf.bitcast(t_bits, float_dtype), tf.float32),
-                         _INF)
+    threshold = tf.cast(tf.bitcast(t_bits, float_dtype), tf.float32)
+    threshold = tf.where(tf.logical_and(keep > 0,
+                                        tf.logical_not(tf.is_nan(threshold))),
+                         threshold, _INF)
     return mask, threshold
 
 
@@ -142,11 +145,16 @@ def histogram_threshold(scores, sparsity, nbins):
   """The old approximate threshold: `nbins`-bin histogram of [0, max(scores)].
 
   Returns the float32 left edge of the first bin where the cumulative fraction
-  of scores reaches `sparsity`; masks built on it keep `scores > threshold`.
+  of scores reaches `sparsity`; masks built on it keep `scores > threshold`
+  (and NaN scores). Only finite scores enter the histogram (NaN or +inf there
+  crash `histogram_fixed_width`); they count as ranking above it. All-zero
+  scores give threshold 0.
   """
   scores = tf.cast(tf.reshape(scores, [-1]), tf.float32)
-  top = tf.reduce_max(scores)
-  counts = tf.histogram_fixed_width(scores, tf.stack([0.0, top]), nbins=nbins)
+  finite = tf.boolean_mask(scores, tf.is_finite(scores))
+  top = tf.reduce_max(tf.concat([finite, [0.0]], 0))
+  value_range = tf.stack([0.0, tf.where(top > 0.0, top, 1.0)])
+  counts = tf.histogram_fixed_width(finite, value_range, nbins=nbins)
   cdf = tf.cast(tf.cumsum(counts), tf.float32) / tf.cast(tf.size(scores),
                                                          tf.float32)
   below = tf.reduce_sum(tf.cast(cdf < tf.cast(sparsity, tf.float32), tf.float32))
