@@ -47,6 +47,8 @@ _DEFAULTS = (
     ('do_not_prune', ['']),
     # tf1prune additions.
     ('threshold_method', 'exact'),
+    ('granularity_map', ['']),
+    ('group_importance', 'l1'),
 )
 
 
@@ -245,3 +247,6 @@ def validate_hparams(hp):
   _check(hp.threshold_method in ('exact', 'histogram'),
          "threshold_method must be 'exact' or 'histogram', got %r",
          hp.threshold_method)
+  _check(hp.group_importance in ('l1', 'l2', 'max'),
+         "group_importance must be 'l1', 'l2' or 'max', got %r",
+         hp.group_importance)

@@ -15,9 +15,11 @@
     10
 
 Each weight's mask is `granularity.compute_mask(weight, sparsity, select)`: the
-granularity (single entries, or blocks from `block_dims_map` /
-`block_height`/`block_width`) groups the weight, and `select` picks the groups
-to keep by the threshold method (`threshold_method`, `threshold_decay`).
+granularity (single entries, blocks from `block_dims_map` /
+`block_height`/`block_width`, or kernels, filters, channels, channel blocks and
+N:M from `granularity_map`, see `tf1prune.structured`) groups the weight, and
+`select` picks the groups to keep by the threshold method (`threshold_method`,
+`threshold_decay`).
 """
 
 import re
@@ -30,6 +32,7 @@ from tf1prune.granularity import Block, Element
 from tf1prune.hparams import get_pruning_hparams, validate_hparams
 from tf1prune.masking import masked_weight_records
 from tf1prune.regex_maps import RegexMap
+from tf1prune.structured import parse_granularity
 
 __all__ = ['Pruning']
 
@@ -126,6 +129,8 @@ class Pruning(object):
                                      _sparsity_value)
     self._block_dims = RegexMap('block_dims_map', self._spec.block_dims_map,
                                 _block_dims)
+    self._granularity = RegexMap('granularity_map', self._spec.granularity_map,
+                                 parse_granularity)
     self._do_not_prune = [re.compile(r) for r in self._spec.do_not_prune if r]
     if global_step is None:
       global_step = tf.train.get_global_step()
@@ -177,6 +182,14 @@ class Pruning(object):
 
   def _granularity_for(self, name):
     hp = self._spec
+    structured = self._granularity.lookup(name)
+    if structured is not None:
+      if self._block_dims.lookup(name) is not None:
+        raise ValueError('weight %s is in both granularity_map and '
+                         'block_dims_map; keep it in one of them' % name)
+      # Frozen N:M reads the current mask; _prunable() ran outside any cond.
+      mask = self._masks_by_name[name] if structured.frozen else None
+      return structured.build(hp.group_importance, mask)
     dims = self._block_dims.lookup(name, (hp.block_height, hp.block_width))
     if tuple(dims) == (1, 1):
       return Element()
@@ -185,8 +198,10 @@ class Pruning(object):
   def _prunable(self):
     records = masked_weight_records()
     names = [r.name for r in records]
+    self._masks_by_name = {r.name: r.mask for r in records}
     for name, regex_map in (('weight_sparsity_map', self._weight_sparsity),
-                            ('block_dims_map', self._block_dims)):
+                            ('block_dims_map', self._block_dims),
+                            ('granularity_map', self._granularity)):
       unmatched = regex_map.unmatched(names)
       if unmatched:
         tf.logging.warning('%s entries %s match no masked weight (%s)', name,
