@@ -14,6 +14,8 @@ Importing tf1prune changes nothing in TensorFlow's global state.
 from tf1prune.hooks import PruningHook, train
 from tf1prune.hparams import HParams, get_pruning_hparams
 from tf1prune.layers import masked_conv2d, masked_convolution, masked_fully_connected
+from tf1prune.locks import (LOCK_COLLECTION, Lock, LockHook, bake_masks_op,
+                            capture_lock_values_op, lock, lock_records)
 from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
                               MASKED_WEIGHT_NAME, THRESHOLD_COLLECTION,
                               WEIGHT_COLLECTION, MaskedWeight, apply_mask,
@@ -34,4 +36,7 @@ __all__ = [
     'get_thresholds', 'get_weight_sparsity', 'get_weights',
     'masked_conv2d', 'masked_convolution', 'masked_fully_connected',
     'masked_weight_records', 'train',
+    # Locks (tf1prune.locks).
+    'LOCK_COLLECTION', 'Lock', 'LockHook', 'bake_masks_op',
+    'capture_lock_values_op', 'lock', 'lock_records',
 ]

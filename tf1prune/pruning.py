@@ -27,7 +27,7 @@ import sys
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune import schedule, thresholds
+from tf1prune import locks, schedule, thresholds
 from tf1prune.granularity import Block, Element
 from tf1prune.hparams import get_pruning_hparams, validate_hparams
 from tf1prune.masking import masked_weight_records
@@ -197,6 +197,8 @@ class Pruning(object):
 
   def _prunable(self):
     records = masked_weight_records()
+    # Mask entries under a lock keep their value (tf1prune.locks).
+    self._frozen = locks.frozen_mask_regions(records)
     names = [r.name for r in records]
     self._masks_by_name = {r.name: r.mask for r in records}
     for name, regex_map in (('weight_sparsity_map', self._weight_sparsity),
@@ -224,8 +226,11 @@ class Pruning(object):
             record.weight, self._sparsity_for(record.name), select)
         ops.append(_non_finite_warning(record, self._global_step))
         ops.append(tf.assign(record.threshold, threshold))
-        ops.append(tf.assign(record.mask,
-                             tf.cast(mask, record.mask.dtype.base_dtype)))
+        mask = tf.cast(mask, record.mask.dtype.base_dtype)
+        if record.name in self._frozen:
+          mask = tf.where(self._frozen[record.name], record.mask.read_value(),
+                          mask)
+        ops.append(tf.assign(record.mask, mask))
     return ops
 
   def _build_update(self, records):
