@@ -6,6 +6,13 @@ VENVS=${TF1PRUNE_VENVS:-$ROOT/.venv}
 
 _log() { printf '[tf1prune] %s\n' "$*" >&2; }
 
+# _pip DIR ARGS...: pip install quietly, dropping this machine's find-links noise.
+_pip() {
+  local dir=$1; shift
+  "$dir/bin/pip" install -q "$@" 2>&1 | grep -v 'is ignored: it is neither' >&2
+  return "${PIPESTATUS[0]}"
+}
+
 _py37() {
   if [ -n "${TF1PRUNE_PY37:-}" ]; then echo "$TF1PRUNE_PY37"; return; fi
   if command -v pyenv >/dev/null 2>&1 && [ -x "$(pyenv root)/versions/3.7.16/bin/python" ]; then
@@ -24,17 +31,17 @@ ensure_venv() {
       [ -n "$py" ] || { _log "TF 1.15 needs Python 3.7: install it (pyenv install 3.7.16) or set TF1PRUNE_PY37"; return 1; }
       _log "creating $dir (Python 3.7, TensorFlow 1.15.5): a few minutes, once"
       "$py" -m venv "$dir" >&2 || return 1
-      "$dir/bin/pip" install -q --upgrade "pip<24" >&2 || return 1
-      "$dir/bin/pip" install -q "tensorflow==1.15.5" "numpy<1.19" "protobuf<3.21" \
-        tf-slim pytest hypothesis scikit-learn >&2 || return 1
+      _pip "$dir" --upgrade "pip<24" || return 1
+      _pip "$dir" "tensorflow==1.15.5" "numpy<1.19" "protobuf<3.21" \
+        tf-slim pytest hypothesis scikit-learn || return 1
     else
       py=$(command -v python3)
       _log "creating $dir ($("$py" --version), TensorFlow 2.x): a few minutes, once"
       "$py" -m venv "$dir" >&2 || return 1
-      "$dir/bin/pip" install -q --upgrade pip >&2 || return 1
-      "$dir/bin/pip" install -q tensorflow-cpu tf-slim pytest hypothesis scikit-learn >&2 || return 1
+      _pip "$dir" --upgrade pip || return 1
+      _pip "$dir" tensorflow-cpu tf-slim pytest hypothesis scikit-learn || return 1
     fi
-    "$dir/bin/pip" install -q --no-deps -e "$ROOT" >&2 || return 1
+    _pip "$dir" --no-deps -e "$ROOT" || return 1
     touch "$dir/.ready"
   fi
   echo "$dir/bin/python"
