@@ -162,7 +162,7 @@ def _check(ok, message, *args):
 
 
 def _check_sparsity(name, value):
-  _check(isinstance(value, (int, float)) and 0.0 <= value < 1.0,
+  _check(isinstance(value, numbers.Real) and 0.0 <= value < 1.0,
          '%s must be in [0, 1), got %r', name, value)
 
 
@@ -214,7 +214,7 @@ def validate_hparams(hp):
                'nbins', 'block_height', 'block_width',
                'sparsity_function_begin_step', 'sparsity_function_end_step'):
     value = getattr(hp, name)
-    _check(isinstance(value, int) and not isinstance(value, bool),
+    _check(isinstance(value, numbers.Integral) and not isinstance(value, bool),
            '%s must be an int, got %r', name, value)
   _check(hp.begin_pruning_step >= 0,
          'begin_pruning_step must be >= 0, got %d', hp.begin_pruning_step)
