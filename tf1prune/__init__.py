@@ -24,10 +24,15 @@ from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
                               masked_weight_records)
 from tf1prune.pruning import Pruning
 from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
+from tf1prune.strip import (StripReport, graph_def_from_checkpoint,
+                            strip_checkpoint, strip_pruning_vars_fn)
 
 __version__ = '0.1.0'
 
 __all__ = [
+    # Strip (tf1prune.strip).
+    'StripReport', 'graph_def_from_checkpoint', 'strip_checkpoint',
+    'strip_pruning_vars_fn',
     'MASK_COLLECTION', 'MASKED_WEIGHT_COLLECTION', 'MASKED_WEIGHT_NAME',
     'THRESHOLD_COLLECTION', 'WEIGHT_COLLECTION',
     'HParams', 'LSTMStateTuple', 'MaskedBasicLSTMCell', 'MaskedLSTMCell',

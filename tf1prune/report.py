@@ -1,0 +1,156 @@
+"""What stripping produced: per-layer sparsity of the folded weights, file sizes.
+
+    >>> import numpy as np
+    >>> from tf1prune.report import LayerStats, StripReport
+    >>> layer = LayerStats.from_array('fc1', 'fc1/weights',
+    ...                               'fc1/weights/masked_weight',
+    ...                               np.array([[0., 2.], [0., 0.]], np.float32))
+    >>> layer.nonzeros, layer.sparsity
+    (1, 0.75)
+    >>> report = StripReport('ckpt', 'out.pb', ['y'], [layer], 100, 40, 100, 60)
+    >>> report.to_dict()['totals']
+    {'size': 4, 'nonzeros': 1, 'sparsity': 0.75}
+
+The numbers come from the constants actually written (`weight * mask` after
+folding), not from the masks' names or the schedule: a layer's sparsity is the
+fraction of exact zeros in its folded constant. The "dense" sizes are those of
+the same graph holding the raw, unmasked weights.
+"""
+
+import collections
+
+import numpy as np
+
+__all__ = ['LayerStats', 'StripReport']
+
+
+class LayerStats(collections.namedtuple(
+    'LayerStats', ['name', 'weight', 'node', 'shape', 'dtype', 'size',
+                   'nonzeros'])):
+  """One folded weight.
+
+  Attributes:
+    name: the layer (the mask's scope, e.g. 'conv1').
+    weight: the raw weight node it came from (e.g. 'conv1/weights').
+    node: the constant in the stripped graph (the former masked_weight Mul).
+    shape: list of ints.
+    dtype: numpy dtype name, e.g. 'float32'.
+    size: number of weights.
+    nonzeros: number of weights that are not exactly zero after folding.
+  """
+
+  @classmethod
+  def from_array(cls, name, weight, node, value):
+    """Counts the nonzeros of folded constant `value` (an ndarray)."""
+    value = np.asarray(value)
+    return cls(name=name, weight=weight, node=node, shape=list(value.shape),
+               dtype=value.dtype.name, size=int(value.size),
+               nonzeros=int(np.count_nonzero(value)))
+
+  @property
+  def sparsity(self):
+    """Fraction of zeros, in [0, 1]."""
+    return 1.0 - self.nonzeros / float(self.size) if self.size else 0.0
+
+  def to_dict(self):
+    out = dict(self._asdict())
+    out['sparsity'] = self.sparsity
+    return out
+
+
+class StripReport(object):
+  """The result of `strip_checkpoint`.
+
+  Args:
+    checkpoint: the checkpoint prefix that was read.
+    output_path: the `.pb` written.
+    output_nodes: list of the output node names kept.
+    layers: list of `LayerStats`, one per folded masked weight, graph order.
+    file_bytes, file_bytes_gzip: size of the written file, raw and gzipped.
+    dense_file_bytes, dense_file_bytes_gzip: the same for the graph with
+      the raw (unmasked) weights in place of the folded ones.
+    num_nodes: number of nodes in the written graph.
+  """
+
+  def __init__(self, checkpoint, output_path, output_nodes, layers, file_bytes,
+               file_bytes_gzip, dense_file_bytes, dense_file_bytes_gzip,
+               num_nodes=None):
+    self.checkpoint = checkpoint
+    self.output_path = output_path
+    self.output_nodes = list(output_nodes)
+    self.layers = list(layers)
+    self.file_bytes = file_bytes
+    self.file_bytes_gzip = file_bytes_gzip
+    self.dense_file_bytes = dense_file_bytes
+    self.dense_file_bytes_gzip = dense_file_bytes_gzip
+    self.num_nodes = num_nodes
+
+  @property
+  def total_size(self):
+    return sum(layer.size for layer in self.layers)
+
+  @property
+  def total_nonzeros(self):
+    return sum(layer.nonzeros for layer in self.layers)
+
+  @property
+  def total_sparsity(self):
+    size = self.total_size
+    return 1.0 - self.total_nonzeros / float(size) if size else 0.0
+
+  def to_dict(self):
+    """Returns the report as a JSON-serializable dict."""
+    return {
+        'checkpoint': self.checkpoint,
+        'output_path': self.output_path,
+        'output_nodes': list(self.output_nodes),
+        'num_nodes': self.num_nodes,
+        'layers': [layer.to_dict() for layer in self.layers],
+        'totals': {'size': self.total_size, 'nonzeros': self.total_nonzeros,
+                   'sparsity': self.total_sparsity},
+        'file': {'bytes': self.file_bytes, 'gzip_bytes': self.file_bytes_gzip},
+        'dense_file': {'bytes': self.dense_file_bytes,
+                       'gzip_bytes': self.dense_file_bytes_gzip},
+    }
+
+  def format_table(self):
+    """Returns the report as the text table the strip script prints."""
+    rows = [(layer.name, 'x'.join(str(d) for d in layer.shape) or 'scalar',
+             '{:,}'.format(layer.size), '{:,}'.format(layer.nonzeros),
+             '{:.2%}'.format(layer.sparsity)) for layer in self.layers]
+    rows.append(('total (%d masked)' % len(self.layers), '',
+                 '{:,}'.format(self.total_size),
+                 '{:,}'.format(self.total_nonzeros),
+                 '{:.2%}'.format(self.total_sparsity)))
+    header = ('layer', 'shape', 'weights', 'nonzeros', 'sparsity')
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
+
+    def line(row):
+      return '  '.join([row[0].ljust(widths[0]), row[1].ljust(widths[1])] +
+                       [c.rjust(w) for c, w in zip(row[2:], widths[2:])])
+
+    rule = '-' * len(line(header))
+    out = ['checkpoint: %s' % self.checkpoint,
+           'output:     %s (%s nodes; outputs %s)' % (
+               self.output_path, self.num_nodes, ', '.join(self.output_nodes)),
+           line(header), rule]
+    out.extend(line(r) for r in rows[:-1])
+    out.extend([rule, line(rows[-1]), '',
+                'file size      %s  (dense weights: %s)' % (
+                    _bytes(self.file_bytes), _bytes(self.dense_file_bytes)),
+                'gzip size      %s  (dense weights: %s, %s)' % (
+                    _bytes(self.file_bytes_gzip),
+                    _bytes(self.dense_file_bytes_gzip),
+                    _ratio(self.dense_file_bytes_gzip,
+                           self.file_bytes_gzip))])
+    return '\n'.join(out)
+
+
+def _bytes(n):
+  return '{:,} B'.format(n)
+
+
+def _ratio(dense, stripped):
+  if not stripped:
+    return 'n/a'
+  return '%.2fx smaller' % (dense / float(stripped))

@@ -1,0 +1,179 @@
+"""The `strip_pruning_vars` command: checkpoint in, stripped frozen .pb out.
+
+    strip_pruning_vars --checkpoint_dir=/tmp/train \\
+        --output_node_names=logits/BiasAdd --output_dir=/tmp/export
+
+    >>> from tf1prune import strip_cli
+    >>> strip_cli.main(['--checkpoint_dir=/no/such/dir',
+    ...                 '--output_node_names=y'])        # doctest: +SKIP
+    strip_pruning_vars: error: checkpoint_dir '/no/such/dir' does not exist ...
+    1
+
+Flags: `--checkpoint_dir` (alias `--checkpoint_path`), `--output_node_names`
+(comma-separated), `--output_dir` (default: the current directory, created if
+missing), `--filename` (default `pruning_stripped.pb`), `--report_json PATH`,
+`--allow_no_masks`. Prints the per-layer sparsity table of the written graph.
+On bad input it prints one line to stderr and exits non-zero, with no output
+file left behind; the checkpoint is only read.
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
+import warnings
+
+__all__ = ['main', 'parse_args']
+
+PROG = 'strip_pruning_vars'
+
+
+class _Parser(argparse.ArgumentParser):
+  """argparse, but a usage error is one line (and exit status 2)."""
+
+  def error(self, message):
+    sys.stderr.write('%s: error: %s (see --help)\n' % (PROG, message))
+    sys.exit(2)
+
+
+def _bool(text):
+  value = text.strip().lower()
+  if value in ('1', 'true', 'yes', 'y'):
+    return True
+  if value in ('0', 'false', 'no', 'n'):
+    return False
+  raise argparse.ArgumentTypeError('expected true or false, got %r' % text)
+
+
+def parse_args(argv):
+  """Parses command-line flags (without the program name).
+
+  Args:
+    argv: list of str.
+
+  Returns:
+    An `argparse.Namespace` with checkpoint_dir, output_node_names (list of
+    str), output_dir, filename, report_json, allow_no_masks.
+  """
+  parser = _Parser(
+      prog=PROG,
+      description='Freezes the latest checkpoint of a pruned model into a '
+                  'GraphDef whose masked weights are constants weight * mask, '
+                  'without masks, thresholds or variables.')
+  parser.add_argument('--checkpoint_dir', '--checkpoint_path',
+                      dest='checkpoint_dir', required=True,
+                      help='training directory (or checkpoint prefix) to read')
+  parser.add_argument('--output_node_names', required=True,
+                      help='comma-separated names of the output nodes')
+  parser.add_argument('--output_dir', default='',
+                      help='directory for the .pb (default: current '
+                           'directory; created if missing)')
+  parser.add_argument('--filename', default='pruning_stripped.pb',
+                      help='file name of the .pb (default: %(default)s)')
+  parser.add_argument('--report_json', default=None, metavar='PATH',
+                      help='also write the report as JSON to PATH')
+  parser.add_argument('--allow_no_masks', nargs='?', const=True,
+                      default=False, type=_bool,
+                      help='freeze even if the outputs use no masked weight')
+  args = parser.parse_args(argv)
+  args.output_node_names = [n.strip() for n in
+                            args.output_node_names.split(',') if n.strip()]
+  if not args.output_node_names:
+    parser.error('--output_node_names is empty; name the output nodes, e.g. '
+                 '--output_node_names=logits/BiasAdd')
+  if not args.filename or os.path.basename(args.filename) != args.filename:
+    parser.error('--filename must be a plain file name, got %r; put the '
+                 'directory in --output_dir' % args.filename)
+  return args
+
+
+def _check_writable(directory, flag):
+  if not os.path.isdir(directory):
+    raise ValueError('%s %r is not a directory' % (flag, directory))
+  if not os.access(directory, os.W_OK | os.X_OK):
+    raise ValueError('%s %r is not writable' % (flag, directory))
+
+
+def _write_json(path, data):
+  from tf1prune import graph_io  # pylint: disable=g-import-not-at-top
+  with graph_io.write_atomically(path) as f:
+    f.write((json.dumps(data, indent=2, sort_keys=True) + '\n').encode())
+
+
+def _run(args):
+  """Does the work; returns the report. Raises ValueError on bad input."""
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  from tf1prune import strip  # pylint: disable=g-import-not-at-top
+  tf.disable_eager_execution()
+  output_dir = os.path.abspath(args.output_dir or os.curdir)
+  created = None
+  if not os.path.exists(output_dir):
+    parent = output_dir
+    while not os.path.exists(parent):
+      created, parent = parent, os.path.dirname(parent)
+    _check_writable(parent, '--output_dir')
+    os.makedirs(output_dir)
+  try:
+    _check_writable(output_dir, '--output_dir')
+    if args.report_json:
+      _check_writable(os.path.dirname(os.path.abspath(args.report_json)),
+                      '--report_json directory')
+    path = os.path.join(output_dir, args.filename)
+    report = strip.strip_checkpoint(args.checkpoint_dir,
+                                    args.output_node_names, path,
+                                    allow_no_masks=args.allow_no_masks)
+    try:
+      if args.report_json:
+        _write_json(args.report_json, report.to_dict())
+    except BaseException:
+      os.remove(path)
+      raise
+    return report
+  except BaseException:
+    if created is not None:
+      import shutil  # pylint: disable=g-import-not-at-top
+      shutil.rmtree(created, ignore_errors=True)
+    raise
+
+
+def _quiet_tensorflow():
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  warnings.filterwarnings('ignore')
+  logging.getLogger('tensorflow').setLevel(logging.ERROR)
+
+
+def main(argv=None):
+  """Runs the command; returns the exit status (0 on success).
+
+  Args:
+    argv: flags without the program name; default `sys.argv[1:]`.
+  """
+  args = parse_args(sys.argv[1:] if argv is None else list(argv))
+  _quiet_tensorflow()
+  try:
+    report = _run(args)
+  except KeyboardInterrupt:
+    sys.stderr.write('%s: interrupted; nothing written\n' % PROG)
+    return 130
+  except (ValueError, TypeError, OSError) as e:
+    sys.stderr.write('%s: error: %s\n' % (PROG, _one_line(e)))
+    return 1
+  except Exception as e:  # pylint: disable=broad-except
+    sys.stderr.write('%s: error: %s: %s\n' % (PROG, type(e).__name__,
+                                              _one_line(e)))
+    return 1
+  print(report.format_table())
+  print('wrote %s' % report.output_path)
+  if args.report_json:
+    print('wrote %s' % args.report_json)
+  return 0
+
+
+def _one_line(error):
+  text = getattr(error, 'message', None) or str(error) or type(error).__name__
+  return ' '.join(text.split())
+
+
+if __name__ == '__main__':
+  sys.exit(main())
