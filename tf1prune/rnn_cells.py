@@ -79,7 +79,11 @@ class _MaskedLSTM(object):
 
   def _variables(self, inputs, scope):
     """Creates (once per graph) and returns this cell's variables."""
-    if self._graph is not tf.get_default_graph():
+    # The outermost graph: under TF 2.x control flow v2, dynamic_rnn calls the
+    # cell inside a new function graph for each loop it builds.
+    with tf.init_scope():
+      graph = tf.get_default_graph()
+    if self._graph is not graph:
       depth = inputs.get_shape().as_list()[-1]
       if depth is None:
         raise ValueError('%s needs inputs with a known last dimension, got '
@@ -95,7 +99,7 @@ class _MaskedLSTM(object):
                           'bias', [4 * self._num_units], dtype,
                           initializer=tf.zeros_initializer())}
         self._vars.update(self._extra_variables(dtype))
-      self._graph = tf.get_default_graph()
+      self._graph = graph
     return self._vars
 
   def _extra_variables(self, dtype):
