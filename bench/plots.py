@@ -1,0 +1,186 @@
+"""PNG plots of the benchmark results (matplotlib, a bench-only dependency).
+
+    python -m bench.plots            # from bench/results/*.json (full runs)
+    python -m bench.plots --quick    # from the *_quick.json files
+
+Writes, next to the JSON files, whichever of these has its input:
+`mask_update.png` (cost of one mask update over one memory pass, against the
+weight size, log-log), `quality_<data>.png` (test accuracy against sparsity
+per method), `train_overhead.png` (step-time ratios, ours and tfmot's) and
+`inference_size.png` (gzipped .pb size against sparsity).
+"""
+
+import argparse
+import json
+import os
+
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
+
+_LABELS = {
+    'tf1prune_exact': 'tf1prune (exact, default)',
+    'tf1prune_histogram_256': 'tf1prune histogram, 256 bins (approximate)',
+    'old_top_k': 'tf.nn.top_k (old contrib, tfmot)',
+    'full_sort': 'full sort',
+}
+
+
+def _load(name, quick):
+  path = os.path.join(RESULTS, name + ('_quick' if quick else '') + '.json')
+  if not os.path.exists(path):
+    return None, None
+  with open(path) as f:
+    return json.load(f), path[:-len('.json')] + '.png'
+
+
+def _stamp(ax, data):
+  info = data.get('info', {})
+  ax.text(0.99, 0.01, 'TF %s, %s CPUs, %s' % (info.get('tensorflow'),
+                                               info.get('cpus'),
+                                               info.get('date')),
+          transform=ax.transAxes, ha='right', va='bottom', fontsize=7,
+          color='grey')
+
+
+def plot_mask_update(quick):
+  data, out = _load('mask_update', quick)
+  if data is None:
+    return None
+  fig, ax = plt.subplots(figsize=(7, 4.5))
+  rows = data['rows']
+  for key in ('tf1prune_exact', 'tf1prune_histogram_256', 'old_top_k',
+              'full_sort'):
+    pts = [(r['size'], r['ratio_to_memory_pass'][key]) for r in rows
+           if key in r['ratio_to_memory_pass']]
+    if pts:
+      ax.plot(*zip(*pts), marker='o', label=_LABELS[key])
+  ax.axhline(5, color='grey', linestyle=':', label='target at 1e7: 5x')
+  ax.set_xscale('log')
+  ax.set_yscale('log')
+  ax.set_xlabel('elements in the weight')
+  ax.set_ylabel('time / one reduce_sum(abs(w)) pass')
+  ax.set_title('Cost of one mask update (sparsity %.0f%%)' %
+               (100 * data.get('sparsity', 0)))
+  ax.grid(True, which='both', alpha=0.3)
+  ax.legend(fontsize=8)
+  _stamp(ax, data)
+  fig.tight_layout()
+  fig.savefig(out, dpi=110)
+  plt.close(fig)
+  return out
+
+
+def plot_quality(quick, data_name):
+  data, out = _load('quality_' + data_name, quick)
+  if data is None:
+    return None
+  fig, (ax, ref) = plt.subplots(1, 2, figsize=(11, 4.5),
+                                gridspec_kw={'width_ratios': [3, 2]})
+  acc = data['accuracy']
+  for method, style in (('gradual', 'o-'), ('one_shot', 's--'),
+                        ('lottery_rewind', '^:')):
+    pts = sorted((float(s), a) for s, a in acc[method].items())
+    ax.plot([100 * s for s, _ in pts], [100 * a for _, a in pts], style,
+            label=method.replace('_', ' '))
+  ax.axhline(100 * acc['dense']['0.0'], color='grey', linestyle=':',
+             label='dense, same step budget')
+  ax.set_xlabel('sparsity (%)')
+  ax.set_ylabel('test accuracy (%)')
+  ax.set_title('Ours: %s, CIFAR-10 example CNN' % data['data'])
+  ax.grid(True, alpha=0.3)
+  ax.legend(fontsize=8)
+  _stamp(ax, data)
+  for reference in data.get('references', []):
+    pts = reference['points']
+    ref.plot([100 * s for s, _ in pts], [100 * a for _, a in pts], 'o-',
+             label=reference['model'])
+  ref.set_xlabel('sparsity (%)')
+  ref.set_ylabel('published accuracy (%)')
+  ref.set_title('Published, other models/data: not comparable 1:1',
+                fontsize=9)
+  ref.grid(True, alpha=0.3)
+  ref.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(out, dpi=110)
+  plt.close(fig)
+  return out
+
+
+def plot_train_overhead(quick):
+  ours, out = _load('train_overhead', quick)
+  if ours is None:
+    return None
+  keras, _ = _load('train_overhead_keras', quick)
+  labels, values = [], []
+  for key in ('masked_same_run', 'masked_hook', 'masked_no_update'):
+    labels.append('tf1prune\n' + key.replace('masked_', '').replace('_', ' '))
+    values.append(ours['ratio_to_unmasked'][key])
+  if keras is not None:
+    labels.append('tfmot\nprune_low_magnitude')
+    values.append(keras['ratio_pruned_to_unpruned'])
+  fig, ax = plt.subplots(figsize=(7, 4))
+  bars = ax.bar(range(len(values)), values,
+                color=['C0'] * 3 + ['C3'] * (len(values) - 3))
+  for bar, value in zip(bars, values):
+    ax.text(bar.get_x() + bar.get_width() / 2, value, '%.3f' % value,
+            ha='center', va='bottom', fontsize=8)
+  ax.axhline(1.0, color='black', linewidth=0.8)
+  ax.axhline(1.03, color='grey', linestyle=':', label='target 1.03')
+  ax.set_xticks(range(len(values)))
+  ax.set_xticklabels(labels, fontsize=8)
+  ax.set_ylim(min(0.9, min(values) - 0.05), max(values) + 0.1)
+  ax.set_ylabel('median step time / unpruned twin')
+  ax.set_title('Training step overhead, CIFAR-10 CNN, batch %d' %
+               ours['batch'])
+  ax.legend(fontsize=8)
+  _stamp(ax, ours)
+  fig.tight_layout()
+  fig.savefig(out, dpi=110)
+  plt.close(fig)
+  return out
+
+
+def plot_inference_size(quick):
+  data, out = _load('inference', quick)
+  if data is None:
+    return None
+  out = out.replace('inference', 'inference_size')
+  rows = data['rows']
+  xs = [100 * r['sparsity'] for r in rows]
+  fig, ax = plt.subplots(figsize=(7, 4))
+  ax.plot(xs, [r['size']['stripped']['raw_bytes'] / 1e6 for r in rows], 'o-',
+          label='stripped .pb, raw')
+  ax.plot(xs, [r['size']['stripped']['gzip_bytes'] / 1e6 for r in rows], 's-',
+          label='stripped .pb, gzip -9')
+  ax.plot(xs, [r['size']['unmasked']['gzip_bytes'] / 1e6 for r in rows], 'x:',
+          label='never-masked twin, gzip -9')
+  ax.set_xlabel('sparsity (%)')
+  ax.set_ylabel('MB')
+  ax.set_title('Frozen CIFAR-10 CNN size')
+  ax.grid(True, alpha=0.3)
+  ax.legend(fontsize=8)
+  _stamp(ax, data)
+  fig.tight_layout()
+  fig.savefig(out, dpi=110)
+  plt.close(fig)
+  return out
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+  parser.add_argument('--quick', action='store_true',
+                      help='plot the *_quick.json results')
+  args = parser.parse_args(argv)
+  outs = [plot_mask_update(args.quick), plot_train_overhead(args.quick),
+          plot_inference_size(args.quick)]
+  outs += [plot_quality(args.quick, name) for name in ('digits', 'cifar10')]
+  for out in outs:
+    if out:
+      print('wrote', out)
+
+
+if __name__ == '__main__':
+  main()
