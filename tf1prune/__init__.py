@@ -22,6 +22,7 @@ from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
                               get_masked_weights, get_masks, get_thresholds,
                               get_weight_sparsity, get_weights,
                               masked_weight_records)
+from tf1prune.patch import locking_scope, pruning_scope
 from tf1prune.pruning import Pruning
 from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
 from tf1prune.strip import (StripReport, graph_def_from_checkpoint,
@@ -44,4 +45,6 @@ __all__ = [
     # Locks (tf1prune.locks).
     'LOCK_COLLECTION', 'Lock', 'LockHook', 'bake_masks_op',
     'capture_lock_values_op', 'lock', 'lock_records',
+    # Patching model code (tf1prune.patch).
+    'locking_scope', 'pruning_scope',
 ]
