@@ -25,7 +25,6 @@ their gzip size on the way, so the whole file never sits in memory.
 import contextlib
 import gzip
 import os
-import re
 import tempfile
 
 import tensorflow.compat.v1 as tf
@@ -171,28 +170,6 @@ def strip_default_attrs(graph_def, defs):
   for function in graph_def.library.function:
     for node in function.node_def:
       _strip_node(node, defs)
-
-
-_LOC = re.compile(r'^loc:@(.*)$')
-
-
-def drop_dangling_colocation(graph_def):
-  """Removes `_class: loc:@name` entries naming nodes not in `graph_def`.
-
-  TF refuses to import a node colocated with a node that does not exist.
-  """
-  names = set(node.name for node in graph_def.node)
-  for node in graph_def.node:
-    if '_class' not in node.attr:
-      continue
-    kept = [s for s in node.attr['_class'].list.s
-            if not _LOC.match(s.decode('utf-8', 'replace')) or
-            _LOC.match(s.decode('utf-8', 'replace')).group(1) in names]
-    if kept:
-      del node.attr['_class'].list.s[:]
-      node.attr['_class'].list.s.extend(kept)
-    else:
-      del node.attr['_class']
 
 
 def serialized_node(node):
