@@ -49,6 +49,7 @@ _DEFAULTS = (
     ('threshold_method', 'exact'),
     ('granularity_map', ['']),
     ('group_importance', 'l1'),
+    ('global_pruning_groups', ['']),
 )
 
 
@@ -250,3 +251,9 @@ def validate_hparams(hp):
   _check(hp.group_importance in ('l1', 'l2', 'max'),
          "group_importance must be 'l1', 'l2' or 'max', got %r",
          hp.group_importance)
+  for entry in hp.global_pruning_groups:
+    try:
+      re.compile(entry)
+    except re.error as e:
+      raise ValueError('global_pruning_groups entry %r is not a valid regex: %s'
+                       % (entry, e))

@@ -27,7 +27,7 @@ import sys
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune import locks, schedule, thresholds
+from tf1prune import global_pruning, locks, schedule, thresholds
 from tf1prune.granularity import Block, Element
 from tf1prune.hparams import get_pruning_hparams, validate_hparams
 from tf1prune.masking import masked_weight_records
@@ -132,6 +132,8 @@ class Pruning(object):
     self._granularity = RegexMap('granularity_map', self._spec.granularity_map,
                                  parse_granularity)
     self._do_not_prune = [re.compile(r) for r in self._spec.do_not_prune if r]
+    self._global_groups = global_pruning.parse_groups(
+        self._spec.global_pruning_groups)
     if global_step is None:
       global_step = tf.train.get_global_step()
     if global_step is None:
@@ -219,11 +221,18 @@ class Pruning(object):
   def _mask_assign_ops(self, records):
     """Returns the assign ops of the masks and thresholds of `records`."""
     ops = []
+    grouped = global_pruning.group_masks(
+        self._global_groups, records, self._granularity_for, self._sparsity,
+        lambda r: _selector(self._spec, r.threshold),
+        lambda name: self._weight_sparsity.lookup(name) is not None)
     for record in records:
       with tf.name_scope(record.name + '_pruning_ops'):
-        select = _selector(self._spec, record.threshold)
-        mask, threshold = self._granularity_for(record.name).compute_mask(
-            record.weight, self._sparsity_for(record.name), select)
+        if record.name in grouped:
+          mask, threshold = grouped[record.name]
+        else:
+          select = _selector(self._spec, record.threshold)
+          mask, threshold = self._granularity_for(record.name).compute_mask(
+              record.weight, self._sparsity_for(record.name), select)
         ops.append(_non_finite_warning(record, self._global_step))
         ops.append(tf.assign(record.threshold, threshold))
         mask = tf.cast(mask, record.mask.dtype.base_dtype)

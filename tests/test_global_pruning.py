@@ -1,0 +1,130 @@
+"""global_pruning_groups: one exact threshold over several weights."""
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+import tf1prune
+from tf1prune.global_pruning import global_masks
+from tf1prune.granularity import Block, Element
+from tf1prune.thresholds import magnitude_mask
+import np_reference
+
+
+def _weights(specs):
+  """specs: (scope, NumPy value) -> the masked weights, in order."""
+  for scope, value in specs:
+    w = tf.get_variable(scope + '/weights', initializer=value)
+    tf1prune.apply_mask(w, scope)
+  return tf1prune.masked_weight_records()
+
+
+def _update(hparams, sparsity=None):
+  step = tf.train.get_or_create_global_step()
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(hparams), step,
+                       sparsity=sparsity)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(tf.assign(step, 1000))
+    sess.run(p.mask_update_op())
+    return sess.run([(r.mask, r.threshold) for r in tf1prune.masked_weight_records()])
+
+
+def test_one_threshold_keeps_exact_count_across_the_group():
+  rs = np.random.RandomState(0)
+  small = (rs.randn(10, 10) * 0.1).astype(np.float32)
+  large = rs.randn(5, 4).astype(np.float32)
+  other = rs.randn(6, 6).astype(np.float32)
+  _weights([('conv1', small), ('conv2', large), ('fc', other)])
+  got = _update('target_sparsity=0.7,sparsity_function_end_step=1,'
+                'global_pruning_groups=[conv]')
+  joint = np_reference.magnitude_mask(
+      np.concatenate([np.abs(small).ravel(), np.abs(large).ravel()]), 0.7)
+  np.testing.assert_array_equal(got[0][0], joint[:100].reshape(10, 10))
+  np.testing.assert_array_equal(got[1][0], joint[100:].reshape(5, 4))
+  assert got[0][0].sum() + got[1][0].sum() == 120 - 84
+  assert got[0][1] == got[1][1]
+  kept = np.concatenate([np.abs(small)[got[0][0] == 1], np.abs(large)[got[1][0] == 1]])
+  assert got[0][1] == np.float32(kept.min())
+  # The large layer keeps more than 30%, the small one less.
+  assert got[1][0].mean() > 0.3 > got[0][0].mean()
+  # fc is in no group: its own threshold.
+  np.testing.assert_array_equal(got[2][0], np_reference.magnitude_mask(np.abs(other), 0.7))
+
+
+def test_two_groups_are_ranked_separately_and_ties_keep_earliest():
+  ones = np.ones((4, 4), np.float32)
+  _weights([('a1', ones), ('a2', ones), ('b1', ones * 2), ('b2', ones * 3)])
+  got = _update('target_sparsity=0.75,sparsity_function_end_step=1,'
+                'global_pruning_groups=[^a,^b]')
+  # Group a: 32 equal scores, keep 8, the first in flat order: all in a1.
+  assert got[0][0].sum() == 8 and got[0][0].ravel()[:8].all()
+  assert got[1][0].sum() == 0
+  # Group b: keep 8 of 32, all from b2 (larger).
+  assert got[2][0].sum() == 0 and got[3][0].sum() == 8
+
+
+def test_external_sparsity_tensor_drives_the_group():
+  rs = np.random.RandomState(1)
+  a, b = rs.randn(8, 8).astype(np.float32), rs.randn(3, 3).astype(np.float32)
+  _weights([('x', a), ('y', b)])
+  got = _update('global_pruning_groups=[.*]', sparsity=tf.constant(0.9))
+  joint = np_reference.magnitude_mask(
+      np.concatenate([np.abs(a).ravel(), np.abs(b).ravel()]), 0.9)
+  np.testing.assert_array_equal(np.concatenate([got[0][0].ravel(), got[1][0].ravel()]),
+                                joint)
+
+
+def test_global_masks_with_block_granularity():
+  w1 = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+  w2 = np.arange(100.0, 104.0, dtype=np.float32).reshape(2, 2)
+  with tf.Session() as sess:
+    masks = sess.run(global_masks(
+        [(tf.constant(w1), Block(2, 2, 'MAX')), (tf.constant(w2), Element())],
+        0.5, magnitude_mask))
+  # Scores: 4 block maxima (5, 7, 13, 15) and 4 elements (100..103): keep 4.
+  np.testing.assert_array_equal(masks[0][0], np.zeros((4, 4)))
+  np.testing.assert_array_equal(masks[1][0], np.ones((2, 2)))
+
+
+def test_conditional_update_with_groups_under_cond():
+  rs = np.random.RandomState(2)
+  _weights([('c1', rs.randn(5, 5).astype(np.float32)),
+            ('c2', rs.randn(5, 5).astype(np.float32))])
+  step = tf.train.get_or_create_global_step()
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+      'target_sparsity=0.5,sparsity_function_end_step=1,pruning_frequency=1,'
+      'global_pruning_groups=[c]'), step)
+  op = p.conditional_mask_update_op()
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(tf.assign(step, 5))
+    sess.run(op)
+    total = sum(sess.run(tf.reduce_sum(m)) for m in tf1prune.get_masks())
+  assert total == 25
+
+
+def test_member_with_its_own_sparsity_is_refused():
+  _weights([('conv1', np.ones((2, 2), np.float32))])
+  step = tf.train.get_or_create_global_step()
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+      'global_pruning_groups=[conv],weight_sparsity_map=[conv1:0.8]'), step)
+  with pytest.raises(ValueError, match='in global_pruning_groups .conv. and in '
+                     'weight_sparsity_map'):
+    p.mask_update_op()
+
+
+def test_weight_in_two_groups_is_refused():
+  _weights([('conv1', np.ones((2, 2), np.float32))])
+  step = tf.train.get_or_create_global_step()
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+      'global_pruning_groups=[conv,1]'), step)
+  with pytest.raises(ValueError, match='matches several global_pruning_groups'):
+    p.mask_update_op()
+
+
+def test_bad_regex_is_refused_at_construction():
+  tf.train.get_or_create_global_step()
+  with pytest.raises(ValueError, match=r"global_pruning_groups entry '\(' is not"):
+    tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+        'global_pruning_groups=[(]'))
