@@ -22,9 +22,11 @@ from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
                               get_masked_weights, get_masks, get_thresholds,
                               get_weight_sparsity, get_weights,
                               masked_weight_records)
+from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
 from tf1prune.pruning import Pruning
 from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
+from tf1prune.shrink import ShrinkReport, shrink_graph_def, shrink_pb
 from tf1prune.strip import (StripReport, graph_def_from_checkpoint,
                             strip_checkpoint, strip_pruning_vars_fn)
 
@@ -47,4 +49,8 @@ __all__ = [
     'capture_lock_values_op', 'lock', 'lock_records',
     # Patching model code (tf1prune.patch).
     'locking_scope', 'pruning_scope',
+    # Lottery tickets (tf1prune.lottery).
+    'LotteryTicket', 'round_sparsity',
+    # Shrinking frozen graphs (tf1prune.shrink).
+    'ShrinkReport', 'shrink_graph_def', 'shrink_pb',
 ]

@@ -12,7 +12,9 @@
 Flags: `--checkpoint_dir` (alias `--checkpoint_path`), `--output_node_names`
 (comma-separated), `--output_dir` (default: the current directory, created if
 missing), `--filename` (default `pruning_stripped.pb`), `--report_json PATH`,
-`--allow_no_masks`. Prints the per-layer sparsity table of the written graph.
+`--allow_no_masks`, `--shrink` (also remove the output channels whose filters
+are entirely zero, `tf1prune.shrink`). Prints the per-layer sparsity table of
+the written graph (and with `--shrink` the parameters and FLOPs per layer).
 On bad input it prints one line to stderr and exits non-zero, with no output
 file left behind; the checkpoint is only read.
 """
@@ -76,6 +78,10 @@ def parse_args(argv):
   parser.add_argument('--allow_no_masks', nargs='?', const=True,
                       default=False, type=_bool,
                       help='freeze even if the outputs use no masked weight')
+  parser.add_argument('--shrink', nargs='?', const=True, default=False,
+                      type=_bool,
+                      help='also remove the output channels whose filters are '
+                           'all zero, and the inputs that read them')
   args = parser.parse_args(argv)
   args.output_node_names = [n.strip() for n in
                             args.output_node_names.split(',') if n.strip()]
@@ -124,8 +130,15 @@ def _run(args):
                                     args.output_node_names, path,
                                     allow_no_masks=args.allow_no_masks)
     try:
+      report.shrink_report = None
+      if args.shrink:
+        from tf1prune import shrink  # pylint: disable=g-import-not-at-top
+        report.shrink_report = shrink.shrink_pb(path, args.output_node_names)
       if args.report_json:
-        _write_json(args.report_json, report.to_dict())
+        data = report.to_dict()
+        if report.shrink_report is not None:
+          data['shrink'] = report.shrink_report.to_dict()
+        _write_json(args.report_json, data)
     except BaseException:
       os.remove(path)
       raise
@@ -164,6 +177,9 @@ def main(argv=None):
                                               _one_line(e)))
     return 1
   print(report.format_table())
+  if report.shrink_report is not None:
+    print('\nshrink (channels whose filters are all zero removed):')
+    print(report.shrink_report.format_table())
   print('wrote %s' % report.output_path)
   if args.report_json:
     print('wrote %s' % args.report_json)

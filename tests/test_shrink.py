@@ -1,0 +1,393 @@
+"""shrink_graph_def: smaller frozen graphs with the same outputs."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+import tf1prune
+from tf1prune import graph_io
+from tf1prune.shrink import shrink_graph_def
+
+
+def _const(value):
+  return tf.constant(np.asarray(value, np.float32))
+
+
+def _run(graph_def, feed, output='y:0'):
+  with tf.Graph().as_default():
+    tf.import_graph_def(graph_def, name='')
+    with tf.Session() as sess:
+      return sess.run(output, {'x:0': feed})
+
+
+def _consts(graph_def):
+  return {n.name: tf.make_ndarray(n.attr['value'].tensor)
+          for n in graph_def.node if n.op == 'Const'}
+
+
+def _check_same_outputs(graph_def, feed, outputs=('y',)):
+  small, report = shrink_graph_def(graph_def, list(outputs))
+  for name in outputs:
+    np.testing.assert_allclose(_run(small, feed, name + ':0'),
+                               _run(graph_def, feed, name + ':0'),
+                               rtol=1e-5, atol=1e-5)
+  return small, report
+
+
+def _conv(x, w, b, padding='VALID', stride=1, name=None):
+  out = tf.nn.conv2d(x, _const(w), [1, stride, stride, 1], padding)
+  return tf.nn.bias_add(out, _const(b), name=name)
+
+
+def _dense(x, w, b, name=None):
+  return tf.nn.bias_add(tf.matmul(x, _const(w)), _const(b), name=name)
+
+
+# Small networks with known answers ------------------------------------------
+
+def test_dense_unit_removed_and_its_relu_bias_folded_into_the_next_bias():
+  w1 = np.arange(1.0, 13.0, dtype=np.float32).reshape(3, 4)
+  w1[:, [1, 2]] = 0.0
+  b1 = np.array([0.5, 2.0, -3.0, 1.0], np.float32)
+  w2 = np.arange(1.0, 9.0, dtype=np.float32).reshape(4, 2)
+  b2 = np.array([0.25, -0.25], np.float32)
+  x = tf.placeholder(tf.float32, [None, 3], name='x')
+  _dense(tf.nn.relu(_dense(x, w1, b1)), w2, b2, name='y')
+  feed = np.random.RandomState(0).randn(5, 3).astype(np.float32)
+  small, report = _check_same_outputs(tf.get_default_graph().as_graph_def(),
+                                      feed)
+  consts = _consts(small)
+  shapes = sorted(v.shape for v in consts.values())
+  assert shapes == [(2,), (2,), (2, 2), (3, 2)]
+  # relu(2.0) * w2[1] + relu(-3.0) * w2[2] is now in the bias.
+  np.testing.assert_array_equal(
+      [v for v in consts.values() if v.shape == (2,) and v[0] != 0.5][0],
+      b2 + 2.0 * w2[1])
+  assert [(l.outputs_before, l.outputs_after) for l in report.layers] == \
+      [(4, 2), (2, 2)]
+  assert report.stops == []
+
+
+def test_conv_filters_removed_through_bias_relu_pool_and_valid_conv():
+  rs = np.random.RandomState(1)
+  w1 = rs.randn(3, 3, 3, 6).astype(np.float32)
+  w1[..., [0, 3, 4]] = 0.0
+  b1 = rs.randn(6).astype(np.float32)
+  x = tf.placeholder(tf.float32, [None, 10, 10, 3], name='x')
+  h = tf.nn.relu(_conv(x, w1, b1, 'SAME'))
+  h = tf.nn.avg_pool(h, [1, 3, 3, 1], [1, 2, 2, 1], 'SAME')
+  _conv(h, rs.randn(3, 3, 6, 4), rs.randn(4), 'VALID', name='y')
+  feed = rs.randn(2, 10, 10, 3).astype(np.float32)
+  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  first = report.layers[0]
+  assert (first.outputs_before, first.outputs_after) == (6, 3)
+  assert (report.layers[1].inputs_before, report.layers[1].inputs_after) == \
+      (6, 3)
+  assert first.params_after == 3 * 3 * 3 * 3 + 3
+  assert first.flops_after == 2 * 10 * 10 * 3 * 3 * 3 * 3
+
+
+def test_zero_padded_next_conv_takes_only_channels_whose_constant_is_zero():
+  rs = np.random.RandomState(2)
+  w1 = rs.randn(1, 1, 2, 4).astype(np.float32)
+  w1[..., :] = 0.0
+  w1[..., 3] = 1.0
+  b1 = np.array([1.5, -1.0, 0.7, 0.0], np.float32)   # relu: 1.5, 0, 0.7, 0
+  x = tf.placeholder(tf.float32, [None, 6, 6, 2], name='x')
+  h = tf.nn.relu(_conv(x, w1, b1))
+  _conv(h, rs.randn(3, 3, 4, 2), rs.randn(2), 'SAME', name='y')
+  feed = rs.randn(2, 6, 6, 2).astype(np.float32)
+  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  assert report.layers[0].outputs_after == 3        # channel 1 removed only
+  stop, = report.stops
+  assert stop.channels == 2 and 'zero-pads its input' in stop.reason
+
+
+def test_same_padding_without_a_border_folds_like_valid():
+  rs = np.random.RandomState(3)
+  w1 = rs.randn(3, 3, 2, 4).astype(np.float32)
+  w1[..., [0, 2]] = 0.0
+  x = tf.placeholder(tf.float32, [None, 6, 6, 2], name='x')
+  h = tf.nn.relu6(_conv(x, w1, [1.0, 2.0, 7.0, 3.0], 'SAME'))
+  # 1x1 kernel, and 2x2 stride 2 on 6x6: SAME pads nothing.
+  h = _conv(h, rs.randn(1, 1, 4, 3), rs.randn(3), 'SAME')
+  _conv(tf.nn.relu(h), rs.randn(2, 2, 3, 2), rs.randn(2), 'SAME', stride=2,
+        name='y')
+  feed = rs.randn(2, 6, 6, 2).astype(np.float32)
+  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  assert report.layers[0].outputs_after == 2 and report.stops == []
+
+
+def test_flatten_into_dense_removes_the_nhwc_rows_of_each_channel():
+  rs = np.random.RandomState(4)
+  w1 = rs.randn(3, 3, 3, 5).astype(np.float32)
+  w1[..., [1, 4]] = 0.0
+  x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
+  h = tf.nn.relu(_conv(x, w1, rs.randn(5), 'VALID'))        # 6x6x5
+  h = tf.nn.max_pool(h, [1, 3, 3, 1], [1, 2, 2, 1], 'SAME')  # 3x3x5
+  h = tf.reshape(h, [-1, 45])
+  _dense(h, rs.randn(45, 7), rs.randn(7), name='y')
+  feed = rs.randn(3, 8, 8, 3).astype(np.float32)
+  small, report = _check_same_outputs(tf.get_default_graph().as_graph_def(),
+                                      feed)
+  assert (report.layers[1].inputs_before, report.layers[1].inputs_after) == \
+      (45, 27)
+  assert sorted(v.tolist() for v in _consts(small).values()
+                if v.dtype == np.int32) == [[-1, 27]]
+
+
+def test_cascade_a_filter_emptied_by_removed_inputs_is_removed_too():
+  rs = np.random.RandomState(5)
+  w1 = rs.randn(3, 4).astype(np.float32)
+  w1[:, 0] = 0.0
+  w2 = rs.randn(4, 3).astype(np.float32)
+  w2[1:, 2] = 0.0          # output 2 only reads unit 0, which is removed
+  x = tf.placeholder(tf.float32, [None, 3], name='x')
+  h = tf.nn.relu(_dense(x, w1, [1.0, 0.0, 0.0, 0.0]))
+  h = tf.nn.relu(_dense(h, w2, rs.randn(3)))
+  _dense(h, rs.randn(3, 2), rs.randn(2), name='y')
+  feed = rs.randn(4, 3).astype(np.float32)
+  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  assert [l.outputs_after for l in report.layers] == [3, 2, 2]
+
+
+@pytest.mark.parametrize('kind,reason', [
+    ('lrn', 'LRN normalizes across neighbouring channels'),
+    ('batch_norm', 'batch norm is not folded'),
+    ('concat', 'concat mixes the channels'),
+    ('two_users', 'it feeds 2 ops'),
+])
+def test_channel_mixing_ops_stop_the_shrink_and_say_why(kind, reason):
+  rs = np.random.RandomState(6)
+  w1 = rs.randn(3, 3, 3, 4).astype(np.float32)
+  w1[..., 1] = 0.0
+  x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
+  h = tf.nn.relu(_conv(x, w1, rs.randn(4), 'SAME'))
+  if kind == 'lrn':
+    h = tf.nn.lrn(h, 2, name='norm1')
+  elif kind == 'batch_norm':
+    h, _, _ = tf.nn.fused_batch_norm(h, _const(np.ones(4)), _const(np.zeros(4)),
+                                     _const(np.zeros(4)), _const(np.ones(4)),
+                                     is_training=False)
+  elif kind == 'concat':
+    h = tf.concat([h, x], 3)
+  else:
+    h = h + tf.reduce_mean(h, axis=[1, 2], keepdims=True)
+  _conv(h, rs.randn(1, 1, h.shape[-1], 2), rs.randn(2), name='y')
+  feed = rs.randn(2, 8, 8, 3).astype(np.float32)
+  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  assert report.layers[0].outputs_after == 4
+  stop, = report.stops
+  assert reason in stop.reason and stop.channels == 1
+  assert 'kept 1 empty output channel(s) of ' in report.format_table()
+
+
+def test_empty_outputs_of_the_last_layer_stay_and_one_channel_is_always_kept():
+  x = tf.placeholder(tf.float32, [None, 3], name='x')
+  h = tf.nn.relu(_dense(x, np.zeros([3, 4]), [1.0, 2.0, 3.0, 4.0]))
+  _dense(h, np.zeros([4, 2]), [0.0, 1.0], name='y')
+  feed = np.ones([2, 3], np.float32)
+  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  assert [l.outputs_after for l in report.layers] == [1, 2]
+  assert [s.reason for s in report.stops] == [
+      'every output channel is empty; one is kept', 'it is a graph output']
+
+
+def test_next_layer_without_bias_takes_only_zero_constants():
+  rs = np.random.RandomState(7)
+  w1 = rs.randn(3, 4).astype(np.float32)
+  w1[:, [0, 1]] = 0.0
+  x = tf.placeholder(tf.float32, [None, 3], name='x')
+  h = tf.nn.relu(_dense(x, w1, [-1.0, 1.0, 0.0, 0.0]))
+  tf.identity(tf.matmul(h, _const(rs.randn(4, 2))), name='y')
+  feed = rs.randn(2, 3).astype(np.float32)
+  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  assert report.layers[0].outputs_after == 3
+  assert 'has no bias' in report.stops[0].reason
+
+
+def test_bad_output_names_raise():
+  tf.placeholder(tf.float32, [None, 3], name='x')
+  with pytest.raises(ValueError, match=r"\['nope'\] are not in the graph"):
+    shrink_graph_def(tf.get_default_graph().as_graph_def(), ['nope'])
+
+
+# Random pruned networks -------------------------------------------------------
+
+def _random_network(seed):
+  """conv/pool chain, flatten, dense chain; random filters zeroed."""
+  rs = np.random.RandomState(seed)
+  size = rs.randint(7, 13)
+  channels = rs.randint(1, 4)
+  x = tf.placeholder(tf.float32, [None, size, size, channels], name='x')
+  h = x
+  acts = [tf.nn.relu, tf.nn.relu6, tf.nn.tanh, tf.nn.elu, tf.identity]
+  for _ in range(rs.randint(1, 4)):
+    out = rs.randint(2, 9)
+    k = rs.choice([1, 3]) if h.shape[1] >= 3 else 1
+    w = rs.randn(k, k, h.shape[-1], out).astype(np.float32)
+    w[..., rs.rand(out) < rs.uniform(0.2, 0.8)] = 0.0
+    h = _conv(h, w, rs.randn(out), rs.choice(['SAME', 'VALID']),
+              rs.choice([1, 2]))
+    h = acts[rs.randint(len(acts))](h)
+    if rs.rand() < 0.5 and h.shape[1] >= 2:
+      pool = [tf.nn.max_pool, tf.nn.avg_pool][rs.randint(2)]
+      h = pool(h, [1, 2, 2, 1], [1, 2, 2, 1], rs.choice(['SAME', 'VALID']))
+  dim = int(np.prod(h.shape[1:]))
+  # [2, -1]: TF 1.15 does not know the static width; the next layer does.
+  h = tf.reshape(h, [-1, dim] if rs.rand() < 0.5 else [2, -1])
+  for _ in range(rs.randint(1, 3)):
+    out = rs.randint(2, 12)
+    w = rs.randn(dim, out).astype(np.float32)
+    w[:, rs.rand(out) < 0.5] = 0.0
+    h = acts[rs.randint(len(acts))](_dense(h, w, rs.randn(out)))
+    dim = out
+  _dense(h, rs.randn(dim, 3), rs.randn(3), name='y')
+  return rs.randn(2, size, size, channels).astype(np.float32)
+
+
+@pytest.mark.parametrize('seed', range(16))
+def test_random_pruned_networks_keep_their_outputs(seed):
+  feed = _random_network(seed)
+  graph_def = tf.get_default_graph().as_graph_def()
+  small, report = _check_same_outputs(graph_def, feed)
+  for layer in report.layers:
+    assert layer.params_after <= layer.params_before
+  dead = sum(s.channels for s in report.stops)
+  removed = sum(l.outputs_before - l.outputs_after for l in report.layers)
+  consts = _consts(graph_def)
+  empty = sum(int((~v.reshape(-1, v.shape[-1]).any(axis=0)).sum())
+              for v in consts.values() if v.ndim in (2, 4))
+  assert removed + dead >= empty   # (cascades can empty more filters)
+  assert report.params_after == sum(v.size for v in _consts(small).values()
+                                    if v.dtype == np.float32)
+
+
+# From training graph to shrunk graph -------------------------------------------
+
+def _pruned_stripped_graph(granularity):
+  step = tf.train.get_or_create_global_step()
+  rs = np.random.RandomState(8)
+  x = tf.placeholder(tf.float32, [None, 12, 12, 3], name='x')
+  init = tf.random_normal_initializer(seed=1)
+  bias = tf.random_normal_initializer(seed=2)
+  net = tf1prune.masked_conv2d(x, 16, 5, weights_initializer=init,
+                               biases_initializer=bias, scope='conv1')
+  net = tf.nn.max_pool(net, [1, 3, 3, 1], [1, 2, 2, 1], 'SAME')
+  net = tf1prune.masked_conv2d(net, 16, 5, padding='VALID',
+                               weights_initializer=init,
+                               biases_initializer=bias, scope='conv2')
+  net = tf.reshape(net, [-1, 2 * 2 * 16])
+  net = tf1prune.masked_fully_connected(net, 24, weights_initializer=init,
+                                        biases_initializer=bias, scope='fc3')
+  tf1prune.masked_fully_connected(net, 5, activation_fn=None,
+                                  weights_initializer=init,
+                                  biases_initializer=bias, scope='logits')
+  tf.identity(tf.get_default_graph().get_tensor_by_name('logits/BiasAdd:0'),
+              name='y')
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+      'target_sparsity=0.5,do_not_prune=[logits],granularity_map=[%s]'
+      % granularity))
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(tf.assign(step, 1000))
+    sess.run(p.mask_update_op())
+    frozen = tf.graph_util.convert_variables_to_constants(
+        sess, tf.get_default_graph().as_graph_def(), ['y'])
+  feed = rs.randn(3, 12, 12, 3).astype(np.float32)
+  return tf1prune.strip_pruning_vars_fn(frozen, ['y']), feed
+
+
+def test_filter_pruned_tf1prune_network_shrinks_to_half_the_filters():
+  stripped, feed = _pruned_stripped_graph('conv.*:filter,fc3:filter')
+  small, report = _check_same_outputs(stripped, feed)
+  # TF 1.15 names the convolution 'conv1/convolution', TF 2 'conv1/Conv2D'.
+  assert [(l.name.split('/')[0], l.op, l.outputs_before, l.outputs_after)
+          for l in report.layers] == [
+              ('conv1', 'Conv2D', 16, 8), ('conv2', 'Conv2D', 16, 8),
+              ('fc3', 'MatMul', 24, 12), ('logits', 'MatMul', 5, 5)]
+  assert report.flops_after < 0.5 * report.flops_before
+
+
+def test_shrunk_graph_written_under_this_tf_runs_under_the_other(
+    tmp_path, other_python):
+  stripped, feed = _pruned_stripped_graph('conv.*:kernel,fc3:filter')
+  small, _ = shrink_graph_def(stripped, ['y'])
+  graph_io.strip_default_attrs(small, graph_io.op_defs(small))
+  path = str(tmp_path / 'shrunk.pb')
+  with open(path, 'wb') as f:
+    f.write(small.SerializeToString())
+  np.save(str(tmp_path / 'x.npy'), feed)
+  script = (
+      'import sys, numpy as np, tensorflow.compat.v1 as tf\n'
+      'tf.disable_eager_execution()\n'
+      'g = tf.GraphDef()\n'
+      'g.ParseFromString(open(sys.argv[1], "rb").read())\n'
+      'tf.import_graph_def(g, name="")\n'
+      'with tf.Session() as s:\n'
+      '  np.save(sys.argv[3], s.run("y:0", {"x:0": np.load(sys.argv[2])}))\n')
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  subprocess.check_call([other_python, '-c', script, path,
+                         str(tmp_path / 'x.npy'), str(tmp_path / 'y.npy')],
+                        env=env)
+  np.testing.assert_allclose(np.load(str(tmp_path / 'y.npy')),
+                             _run(stripped, feed), rtol=1e-5, atol=1e-5)
+
+
+def test_shrink_pb_rewrites_the_file_smaller(tmp_path):
+  stripped, feed = _pruned_stripped_graph('conv.*:filter,fc3:filter')
+  path = str(tmp_path / 'model.pb')
+  with open(path, 'wb') as f:
+    f.write(stripped.SerializeToString())
+  report = tf1prune.shrink_pb(path, ['y'], str(tmp_path / 'small.pb'))
+  small = tf.GraphDef()
+  with open(str(tmp_path / 'small.pb'), 'rb') as f:
+    small.ParseFromString(f.read())
+  np.testing.assert_allclose(_run(small, feed), _run(stripped, feed),
+                             rtol=1e-5, atol=1e-5)
+  assert report.file_bytes_before == os.path.getsize(path)
+  assert report.file_bytes_after == os.path.getsize(str(tmp_path / 'small.pb'))
+  assert report.file_bytes_after < 0.6 * report.file_bytes_before
+  assert report.to_dict()['file'] == {
+      'bytes_before': report.file_bytes_before,
+      'bytes_after': report.file_bytes_after}
+
+
+def test_strip_pruning_vars_shrink_flag(tmp_path, capsys):
+  from tf1prune import strip_cli
+  step = tf.train.get_or_create_global_step()
+  x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
+  bias = tf.random_normal_initializer(seed=3)
+  net = tf1prune.masked_conv2d(x, 8, 3, biases_initializer=bias, scope='conv1')
+  net = tf1prune.masked_conv2d(net, 4, 3, padding='VALID',
+                               biases_initializer=bias, scope='conv2')
+  tf.identity(net, name='y')
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+      'target_sparsity=0.75,granularity_map=[conv1:filter]'))
+  feed = np.random.RandomState(9).randn(2, 8, 8, 3).astype(np.float32)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(tf.assign(step, 1000))
+    sess.run(p.mask_update_op())
+    expected = sess.run('y:0', {x: feed})
+    tf.train.Saver().save(sess, str(tmp_path / 'train' / 'model.ckpt'))
+  status = strip_cli.main([
+      '--checkpoint_dir=%s' % (tmp_path / 'train'), '--output_node_names=y',
+      '--output_dir=%s' % (tmp_path / 'out'), '--shrink',
+      '--report_json=%s' % (tmp_path / 'report.json')])
+  printed = capsys.readouterr().out
+  assert status == 0
+  assert 'shrink (channels whose filters are all zero removed):' in printed
+  assert '8 -> 2' in printed
+  graph_def = tf.GraphDef()
+  with open(str(tmp_path / 'out' / 'pruning_stripped.pb'), 'rb') as f:
+    graph_def.ParseFromString(f.read())
+  np.testing.assert_allclose(_run(graph_def, feed), expected, rtol=1e-5,
+                             atol=1e-5)
+  with open(str(tmp_path / 'report.json')) as f:
+    shrink = __import__('json').load(f)['shrink']
+  assert [l['outputs_after'] for l in shrink['layers']] == [2, 4]

@@ -1,0 +1,140 @@
+"""A mutable view of a frozen GraphDef, for `tf1prune.shrink`.
+
+    >>> import tensorflow.compat.v1 as tf
+    >>> from tf1prune.shrink_graph import FrozenGraph
+    >>> with tf.Graph().as_default() as g:
+    ...   x = tf.placeholder(tf.float32, [None, 2], name='x')
+    ...   y = tf.matmul(x, tf.constant([[1.0], [2.0]], name='w'), name='y')
+    >>> view = FrozenGraph(g.as_graph_def(), ['y'])
+    >>> view.exclusive_const(view.nodes['y'], 1), view.shapes['y']
+    ('w', [None, 1])
+
+`FrozenGraph` knows each node's data consumers, the static shape of each
+node's first output (from importing the graph), and holds the values of the
+constants it was asked for, as NumPy arrays that `shrink` edits; `changed`
+names the constants to write back.
+"""
+
+import collections
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+__all__ = ['FrozenGraph', 'attr_ints', 'attr_str', 'split_input',
+           'static_shapes']
+
+
+def split_input(name):
+  """'^a' -> ('a', -1); 'a:2' -> ('a', 2); 'a' -> ('a', 0)."""
+  if name.startswith('^'):
+    return name[1:], -1
+  node, sep, port = name.rpartition(':')
+  if sep and port.isdigit():
+    return node, int(port)
+  return name, 0
+
+
+def attr_str(node, key, default):
+  if key not in node.attr:
+    return default
+  value = node.attr[key].s
+  return value.decode('utf-8') if isinstance(value, bytes) else value
+
+
+def attr_ints(node, key, default):
+  if key not in node.attr or not node.attr[key].list.i:
+    return list(default)
+  return list(node.attr[key].list.i)
+
+
+class FrozenGraph(object):
+  """A mutable view of a frozen GraphDef: consumers, shapes, const values."""
+
+  def __init__(self, graph_def, outputs):
+    self.graph_def = graph_def
+    self.outputs = set(outputs)
+    self.nodes = {node.name: node for node in graph_def.node}
+    missing = [n for n in outputs if n not in self.nodes]
+    if missing:
+      raise ValueError('output_node_names %s are not in the graph; pass the '
+                       'names of the inference outputs' % missing)
+    self.users = collections.defaultdict(list)   # name -> [(node, index)]
+    for node in graph_def.node:
+      for index, name in enumerate(node.input):
+        source, port = split_input(name)
+        if port >= 0:
+          self.users[source].append((node, index, port))
+    self.shapes = static_shapes(graph_def)
+    self.values = {}
+    self.changed = set()
+
+  def consumers(self, name):
+    """Data consumers of `name` as [(node, input index)]; None if a port > 0
+    is used."""
+    users = self.users.get(name, [])
+    if any(port != 0 for _, _, port in users):
+      return None
+    return [(node, index) for node, index, _ in users]
+
+  def exclusive_const(self, node, index):
+    """The Const behind input `index` of `node` if only `node` uses it."""
+    name, port = split_input(node.input[index])
+    user = node
+    while name in self.nodes and port == 0:
+      current = self.nodes[name]
+      users = self.consumers(name)
+      if users is None or [u.name for u, _ in users] != [user.name] or \
+          name in self.outputs:
+        return None
+      if current.op == 'Const':
+        return name
+      if current.op not in ('Identity', 'Snapshot'):
+        return None
+      user = current
+      name, port = split_input(current.input[0])
+    return None
+
+  def value(self, const):
+    if const not in self.values:
+      self.values[const] = np.array(
+          tf.make_ndarray(self.nodes[const].attr['value'].tensor))
+    return self.values[const]
+
+  def set_value(self, const, array):
+    self.values[const] = array
+    self.changed.add(const)
+
+  def order(self):
+    """Node names in a topological order (data and control inputs)."""
+    pending = {name: set(split_input(i)[0] for i in node.input) & set(
+        self.nodes) for name, node in self.nodes.items()}
+    waiting = collections.defaultdict(list)
+    for name, inputs in pending.items():
+      for i in inputs:
+        waiting[i].append(name)
+    ready = [n.name for n in self.graph_def.node if not pending[n.name]]
+    out = []
+    while ready:
+      name = ready.pop()
+      out.append(name)
+      for user in waiting[name]:
+        pending[user].discard(name)
+        if not pending[user]:
+          ready.append(user)
+    return out
+
+
+def static_shapes(graph_def):
+  """{node name: static shape of output 0 as a list (None dims), or None}."""
+  with tf.Graph().as_default() as graph:
+    try:
+      tf.import_graph_def(graph_def, name='')
+    except (ValueError, TypeError) as e:
+      raise ValueError('shrink_graph_def needs a GraphDef that imports: %s' % e)
+  shapes = {}
+  for op in graph.get_operations():
+    if op.outputs and op.outputs[0].shape.ndims is not None:
+      shapes[op.name] = op.outputs[0].shape.as_list()
+    else:
+      shapes[op.name] = None
+  return shapes
