@@ -129,6 +129,12 @@ def measure(sparsity, work_dir, batches, repeats, seed=0):
   return row
 
 
+def _results_name(quick):
+  """'inference', plus '_tf1' on TF 1.x, plus '_quick' for the smoke run."""
+  name = 'inference' + ('_tf1' if tf.__version__.startswith('1.') else '')
+  return name + ('_quick' if quick else '')
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--quick', action='store_true',
@@ -157,7 +163,7 @@ def main(argv=None):
             '  max |diff| %.2g' % row['max_abs_output_difference'], flush=True)
   finally:
     shutil.rmtree(work_dir, ignore_errors=True)
-  path = write_results('inference_quick' if args.quick else 'inference',
+  path = write_results(_results_name(args.quick),
                        {'rows': rows, 'output_node': OUTPUT,
                         'target_latency_ratio': 1.0})
   print('wrote', path)

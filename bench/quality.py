@@ -206,7 +206,7 @@ def main(argv=None):
   parser.add_argument('--rewind_step', type=int, default=None)
   parser.add_argument('--frequency', type=int, default=None)
   parser.add_argument('--batch', type=int, default=None)
-  parser.add_argument('--learning_rate', type=float, default=0.01)
+  parser.add_argument('--learning_rate', type=float, default=None)
   parser.add_argument('--seeds', type=int, default=None)
   args = parser.parse_args(argv)
   tf.disable_eager_execution()
@@ -214,9 +214,10 @@ def main(argv=None):
   source = input_data.load_source(args.data_dir)
   cifar = source.name == 'cifar10'
   defaults = {  # (quick, full) per data set
-      'pretrain_steps': ((100, 800), (300, 20000)),
-      'budget_steps': ((100, 800), (300, 20000)),
+      'pretrain_steps': ((100, 500), (300, 20000)),
+      'budget_steps': ((100, 500), (300, 20000)),
       'rewind_step': ((10, 50), (30, 1000)),
+      'learning_rate': ((0.03, 0.03), (0.02, 0.02)),
       'frequency': ((5, 10), (10, 100)),
       'batch': ((64, 64), (128, 128)),
       'seeds': ((1, 2), (1, 1)),

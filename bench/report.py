@@ -59,6 +59,7 @@ def _png(name, quick):
 
 def train_section(quick):
   ours = _load('train_overhead', quick)
+  legacy = _load('train_overhead_tf1', quick)
   keras = _load('train_overhead_keras', quick)
   out = ['### 1. Training overhead\n']
   if ours is None:
@@ -75,23 +76,30 @@ def train_section(quick):
             'conditional_mask_update_op])`'),
            ('masked_hook', 'tf1prune: `PruningHook` (second `session.run`)'),
            ('masked_no_update', 'tf1prune: masked layers, no update op')]
-  for key, label in names:
-    rows.append([label, '%.1f' % (1e3 * ours['median_step_seconds'][key]),
-                 '%.1f' % (1e3 * ours['median_step_seconds']['unmasked']),
-                 '**%.3f**' % ours['ratio_to_unmasked'][key]])
+  for data in (ours, legacy):
+    if data is None:
+      continue
+    for key, label in names:
+      rows.append([label, 'TF ' + data['info']['tensorflow'],
+                   '%.1f' % (1e3 * data['median_step_seconds'][key]),
+                   '%.1f' % (1e3 * data['median_step_seconds']['unmasked']),
+                   '**%.3f**' % data['ratio_to_unmasked'][key]])
   if keras is not None:
-    rows.append(['tfmot: `prune_low_magnitude` + `UpdatePruningStep` '
-                 '(%s)' % _info(keras).split(',')[0],
+    rows.append(['tfmot: `prune_low_magnitude` + `UpdatePruningStep`',
+                 'TF %s, tf-keras %s, tfmot %s' % (
+                     keras['info']['tensorflow'],
+                     keras['versions']['tf_keras'],
+                     keras['versions']['tensorflow_model_optimization']),
                  '%.1f' % (1e3 * keras['median_step_seconds']['pruned']),
                  '%.1f' % (1e3 * keras['median_step_seconds']['unpruned']),
                  '**%.3f**' % keras['ratio_pruned_to_unpruned']])
-  out.append(_table(['pruned training', 'step (ms)', 'unpruned twin step '
-                     '(ms)', 'ratio'], rows) + '\n')
+  out.append(_table(['pruned training', 'stack', 'step (ms)',
+                     'unpruned twin step (ms)', 'ratio'], rows) + '\n')
   worst = max(ours['ratio_to_unmasked']['masked_same_run'],
               ours['ratio_to_unmasked']['masked_hook'])
-  out.append('Target <= %.2f (the worse of the two ways of running the '
-             'update): %s.\n' % (TRAIN_TARGET, _verdict(worst, TRAIN_TARGET,
-                                                        'ratio')))
+  out.append('Target <= %.2f (TF %s, the worse of the two ways of running '
+             'the update): %s.\n' % (TRAIN_TARGET, ours['info']['tensorflow'],
+                                     _verdict(worst, TRAIN_TARGET, 'ratio')))
   if keras is not None:
     theirs = keras['ratio_pruned_to_unpruned']
     out.append('Against tfmot (%.3f): ours is %s.' % (
@@ -142,10 +150,21 @@ def mask_section(quick):
 
 
 def inference_section(quick):
-  data = _load('inference', quick)
   out = ['### 3. Inference: stripped graph vs never-masked twin\n']
-  if data is None:
-    return '\n'.join(out + ['Not run.\n'])
+  found = False
+  for name in ('inference', 'inference_tf1'):
+    data = _load(name, quick)
+    if data is not None:
+      found = True
+      out.append(_inference_table(data, quick))
+  if not found:
+    out.append('Not run.\n')
+  out.append(_png('inference_size', quick))
+  return '\n'.join(out)
+
+
+def _inference_table(data, quick):
+  out = []
   out.append('The CIFAR-10 CNN with masks set by magnitude, checkpointed and '
              'stripped by `tf1prune.strip_checkpoint`, against the same '
              'architecture built without masks, holding the same effective '
@@ -176,12 +195,11 @@ def inference_section(quick):
                     ['stripped .pb raw / gzip', 'twin .pb raw / gzip',
                      'max abs output diff'], rows) + '\n')
   worst = max(abs(r - 1.0) for r in ratios)
-  out.append('Target 1.00 within noise (here: every ratio within +-%.0f%%): '
-             '%s (largest deviation %.1f%%).\n' % (
-                 100 * LATENCY_NOISE,
+  out.append('Target 1.00 within noise (TF %s; here: every ratio within '
+             '+-%.0f%%): %s (largest deviation %.1f%%).\n' % (
+                 data['info']['tensorflow'], 100 * LATENCY_NOISE,
                  '**met**' if worst <= LATENCY_NOISE else '**missed**',
                  100 * worst))
-  out.append(_png('inference_size', quick))
   return '\n'.join(out)
 
 

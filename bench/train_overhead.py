@@ -106,6 +106,12 @@ def run(batch, repeats, inner):
   }
 
 
+def _results_name(quick):
+  """'train_overhead', plus '_tf1' on TF 1.x, plus '_quick' for the smoke run."""
+  name = 'train_overhead' + ('_tf1' if tf.__version__.startswith('1.') else '')
+  return name + ('_quick' if quick else '')
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--quick', action='store_true',
@@ -124,8 +130,7 @@ def main(argv=None):
   print('ratio to unmasked: ' + '  '.join(
       '%s %.3f' % kv for kv in sorted(result['ratio_to_unmasked'].items())))
   print('masked graph after the run:', result['masked_graph_final'])
-  path = write_results('train_overhead_quick' if args.quick
-                       else 'train_overhead', result)
+  path = write_results(_results_name(args.quick), result)
   print('wrote', path)
 
 
