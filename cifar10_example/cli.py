@@ -31,6 +31,7 @@ def setup_logging(level=logging.INFO):
     handler.setFormatter(logging.Formatter('%(asctime)s %(message)s',
                                            '%H:%M:%S'))
     LOG.addHandler(handler)
+  LOG.handlers[0].setStream(sys.stderr)  # today's stderr (tests swap it)
   LOG.setLevel(level)
   LOG.propagate = False
 

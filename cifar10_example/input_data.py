@@ -96,18 +96,32 @@ class Cifar10Source(object):
     return tf.data.FixedLengthRecordDataset(paths, RECORD_BYTES)
 
   def train_dataset(self, batch_size, seed=None):
-    """Endless shuffled, augmented batches of `(float32 images, int32 labels)`."""
-    crop = [self._crop, self._crop, DEPTH]
-    flip_seed = None if seed is None else seed + 1  # not the crop's stream
+    """Endless shuffled, augmented batches of `(float32 images, int32 labels)`.
 
-    def augment(record):
+    The crop offsets and flips are stateless random functions of `seed` and
+    the example's position in the stream, so a seed gives the same batches
+    on every run, even though the records are decoded in parallel.
+    """
+    if seed is None:
+      seed = np.random.randint(2 ** 31 - 1)
+    margin = HEIGHT - self._crop + 1
+
+    def augment(position, record):
       image, label = parse_record(record)
-      image = tf.random_crop(tf.cast(image, tf.float32), crop, seed=seed)
-      image = tf.image.random_flip_left_right(image, seed=flip_seed)
+      draws = tf.random.stateless_uniform(
+          [3], seed=tf.stack([tf.constant(seed, tf.int64), position]),
+          minval=0, maxval=2 ** 30, dtype=tf.int32)
+      image = tf.slice(tf.cast(image, tf.float32),
+                       [draws[0] % margin, draws[1] % margin, 0],
+                       [self._crop, self._crop, DEPTH])
+      image = tf.cond(tf.equal(draws[2] % 2, 1), lambda: image[:, ::-1],
+                      lambda: image)
+      image.set_shape([self._crop, self._crop, DEPTH])
       return tf.image.per_image_standardization(image), label
 
-    return (self._records(self._train_paths)
-            .shuffle(min(self.num_train, 10000), seed=seed).repeat()
+    records = (self._records(self._train_paths)
+               .shuffle(min(self.num_train, 10000), seed=seed).repeat())
+    return (tf.data.Dataset.zip((tf.data.Dataset.range(2 ** 62), records))
             .map(augment, num_parallel_calls=2)
             .batch(batch_size, drop_remainder=True).prefetch(1))
 
