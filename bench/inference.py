@@ -146,7 +146,7 @@ def main(argv=None):
     sparsities, batches, repeats = [0.0, 0.9], [(1, 20), (128, 1)], 3
   else:
     sparsities = [0.0, 0.5, 0.75, 0.9, 0.95]
-    batches, repeats = [(1, 100), (128, 5)], 11
+    batches, repeats = [(1, 50), (128, 3)], 21
   work_dir = tempfile.mkdtemp(prefix='bench_inference_')
   rows = []
   try:

@@ -36,13 +36,15 @@ def _load(name, quick):
     return json.load(f), path[:-len('.json')] + '.png'
 
 
-def _stamp(ax, data):
+def _save(fig, data, out):
+  """Lays out `fig` with a footer naming TF, CPUs and date; writes `out`."""
   info = data.get('info', {})
-  ax.text(0.99, 0.01, 'TF %s, %s CPUs, %s' % (info.get('tensorflow'),
-                                               info.get('cpus'),
-                                               info.get('date')),
-          transform=ax.transAxes, ha='right', va='bottom', fontsize=7,
-          color='grey')
+  fig.tight_layout(rect=(0, 0.04, 1, 1))
+  fig.text(0.99, 0.01, 'TF %s, %s CPUs, %s' % (
+      info.get('tensorflow'), info.get('cpus'), info.get('date')),
+           ha='right', va='bottom', fontsize=7, color='grey')
+  fig.savefig(out, dpi=110)
+  plt.close(fig)
 
 
 def plot_mask_update(quick):
@@ -66,10 +68,7 @@ def plot_mask_update(quick):
                (100 * data.get('sparsity', 0)))
   ax.grid(True, which='both', alpha=0.3)
   ax.legend(fontsize=8)
-  _stamp(ax, data)
-  fig.tight_layout()
-  fig.savefig(out, dpi=110)
-  plt.close(fig)
+  _save(fig, data, out)
   return out
 
 
@@ -92,7 +91,6 @@ def plot_quality(quick, data_name):
   ax.set_title('Ours: %s, CIFAR-10 example CNN' % data['data'])
   ax.grid(True, alpha=0.3)
   ax.legend(fontsize=8)
-  _stamp(ax, data)
   for reference in data.get('references', []):
     pts = reference['points']
     ref.plot([100 * s for s, _ in pts], [100 * a for _, a in pts], 'o-',
@@ -103,9 +101,7 @@ def plot_quality(quick, data_name):
                 fontsize=9)
   ref.grid(True, alpha=0.3)
   ref.legend(fontsize=7)
-  fig.tight_layout()
-  fig.savefig(out, dpi=110)
-  plt.close(fig)
+  _save(fig, data, out)
   return out
 
 
@@ -136,10 +132,7 @@ def plot_train_overhead(quick):
   ax.set_title('Training step overhead, CIFAR-10 CNN, batch %d' %
                ours['batch'])
   ax.legend(fontsize=8)
-  _stamp(ax, ours)
-  fig.tight_layout()
-  fig.savefig(out, dpi=110)
-  plt.close(fig)
+  _save(fig, ours, out)
   return out
 
 
@@ -162,10 +155,7 @@ def plot_inference_size(quick):
   ax.set_title('Frozen CIFAR-10 CNN size')
   ax.grid(True, alpha=0.3)
   ax.legend(fontsize=8)
-  _stamp(ax, data)
-  fig.tight_layout()
-  fig.savefig(out, dpi=110)
-  plt.close(fig)
+  _save(fig, data, out)
   return out
 
 

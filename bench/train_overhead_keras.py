@@ -152,7 +152,7 @@ def main(argv=None):
   if args.quick:
     result = run(min(args.batch, 32), repeats=3, inner=10)
   else:
-    result = run(args.batch, repeats=15, inner=20)
+    result = run(args.batch, repeats=31, inner=10)
   print('median step (s): ' + '  '.join(
       '%s %.4f' % kv for kv in sorted(result['median_step_seconds'].items())))
   print('ratio pruned / unpruned: %.3f' % result['ratio_pruned_to_unpruned'])
