@@ -155,22 +155,25 @@ def inference_section(quick):
   for name in ('inference', 'inference_tf1'):
     data = _load(name, quick)
     if data is not None:
+      out.append(_inference_table(data, first=not found))
       found = True
-      out.append(_inference_table(data, quick))
   if not found:
     out.append('Not run.\n')
   out.append(_png('inference_size', quick))
   return '\n'.join(out)
 
 
-def _inference_table(data, quick):
+def _inference_table(data, first):
   out = []
-  out.append('The CIFAR-10 CNN with masks set by magnitude, checkpointed and '
-             'stripped by `tf1prune.strip_checkpoint`, against the same '
-             'architecture built without masks, holding the same effective '
-             'weights and frozen by `convert_variables_to_constants`; '
-             'latency of `session.run` on the `.pb` files, alternating, '
-             'median (%s).\n' % _info(data))
+  if not first:
+    out.append('The same on %s:\n' % _info(data))
+  else:
+    out.append('The CIFAR-10 CNN with masks set by magnitude, checkpointed '
+               'and stripped by `tf1prune.strip_checkpoint`, against the same '
+               'architecture built without masks, holding the same effective '
+               'weights and frozen by `convert_variables_to_constants`; '
+               'latency of `session.run` on the `.pb` files, alternating, '
+               'median (%s).\n' % _info(data))
   rows = []
   ratios = []
   for row in data['rows']:
