@@ -210,13 +210,17 @@ class Pruning(object):
       if unmatched:
         tf.logging.warning('%s entries %s match no masked weight (%s)', name,
                            unmatched, ', '.join(names))
+    # do_not_prune names layers: contrib matched the mask's name, so a regex
+    # may match the weight's name or its mask's.
+    layers = [(r.name, r.mask.op.name) for r in records]
     unmatched = [r.pattern for r in self._do_not_prune
-                 if not any(r.search(n) for n in names)]
+                 if not any(r.search(n) for pair in layers for n in pair)]
     if unmatched:
       tf.logging.warning('do_not_prune entries %s match no masked weight (%s)',
                          unmatched, ', '.join(names))
-    return [r for r in records
-            if not any(regex.search(r.name) for regex in self._do_not_prune)]
+    return [r for r, pair in zip(records, layers)
+            if not any(regex.search(n) for regex in self._do_not_prune
+                       for n in pair)]
 
   def _mask_assign_ops(self, records):
     """Returns the assign ops of the masks and thresholds of `records`."""
