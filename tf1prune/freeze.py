@@ -231,13 +231,24 @@ def lazy_from_graph_def(graph_def):
     structure.library.CopyFrom(graph_def.library)
   values = {}
   for node in graph_def.node:
-    copy = structure.node.add(name=node.name, op=node.op, device=node.device)
-    copy.input.extend(node.input)
-    for key in node.attr:
-      if node.op == 'Const' and key == 'value':
-        values[node.name] = (lambda n=node: n.attr['value'].tensor)
+    copy = structure.node.add()
+    if node.op != 'Const' or 'value' not in node.attr:
+      copy.CopyFrom(node)
+      continue
+    for field, value in node.ListFields():  # all but the value, uncopied.
+      if field.name == 'attr':
+        continue
+      target = getattr(copy, field.name)
+      if hasattr(target, 'extend'):
+        target.extend(value)
+      elif hasattr(target, 'CopyFrom'):
+        target.CopyFrom(value)
       else:
+        setattr(copy, field.name, value)
+    for key in node.attr:
+      if key != 'value':
         copy.attr[key].CopyFrom(node.attr[key])
+    values[node.name] = (lambda n=node: n.attr['value'].tensor)
   return LazyGraph(structure, values)
 
 
@@ -508,7 +519,8 @@ class _Converter(object):
       for key in ('_handle_dtypes', '_handle_shapes'):
         if key in function.arg_attr[arg].attr:
           del function.arg_attr[arg].attr[key]
-    if arg in function.resource_arg_unique_id:
+    if ('resource_arg_unique_id' in function.DESCRIPTOR.fields_by_name and
+        arg in function.resource_arg_unique_id):
       del function.resource_arg_unique_id[arg]
     self.convert(name, arg_def.name, dtype, variable)
     outputs = set()

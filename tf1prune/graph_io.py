@@ -176,11 +176,12 @@ def serialized_node(node):
   """Returns `node`'s bytes as one `GraphDef.node` entry.
 
   A GraphDef's serialization is its nodes' entries followed by the rest
-  (library, versions): concatenating them gives the same message.
+  (library, versions): concatenating them gives the same message. Map
+  entries (attributes) are written sorted by key: the bytes are canonical.
   """
   wrapper = tf.GraphDef()
   wrapper.node.add().CopyFrom(node)
-  return wrapper.SerializeToString()
+  return wrapper.SerializeToString(deterministic=True)
 
 
 class ByteCounter(object):

@@ -276,7 +276,7 @@ def _write(lazy, folds, path):
     tail.versions.CopyFrom(lazy.graph_def.versions)
     if lazy.graph_def.HasField('library'):
       tail.library.CopyFrom(lazy.graph_def.library)
-    data = tail.SerializeToString()
+    data = tail.SerializeToString(deterministic=True)
     f.write(data)
     out.write(data)
     dense.write(data)
@@ -289,9 +289,9 @@ def _entry(node, value):
   wrapper = tf.GraphDef()
   copy = wrapper.node.add()
   copy.CopyFrom(node)
-  copy.attr['value'].tensor.CopyFrom(freeze.tensor_proto(value,
-                                                   node.attr['dtype'].type))
-  return wrapper.SerializeToString()
+  copy.attr['value'].tensor.CopyFrom(
+      freeze.tensor_proto(value, node.attr['dtype'].type))
+  return wrapper.SerializeToString(deterministic=True)
 
 
 def strip_checkpoint(checkpoint_dir, output_node_names, output_path,
