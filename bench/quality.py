@@ -20,9 +20,9 @@ Every run starts from the same dense network, trained `pretrain_steps` steps
 * `lottery_rewind`: the one-shot masks of the pretrained weights, the weights
   rewound to their values at step `rewind_step` of the pretraining, then
   training with the masks fixed (lottery ticket with rewinding, Frankle et al.
-  2019). tf1prune's own lottery API is used when `tf1prune` exports one;
-  else the bench does it with the public API (mask_update_op, variable loads)
-  and says so in the results.
+  2019), by `tf1prune.LotteryTicket` when `tf1prune` exports it; else the
+  bench does the same with `mask_update_op` and variable loads, and says so
+  in the results.
 
 Test accuracy is the mean over `--seeds` seeds (the pretraining shared per
 seed). Results: bench/results/quality[_quick].json (with the published
@@ -146,6 +146,39 @@ def _gradual_op(run, sparsity, start, budget, frequency):
   return op
 
 
+def _lottery_api():
+  return getattr(tf1prune, 'LotteryTicket', None)
+
+
+def _lottery(run, sparsity, pretrained, rewind, rewind_step):
+  """Masks from the pretrained weights, weights rewound to `rewind`.
+
+  With `tf1prune.LotteryTicket` when it exists (snapshot at the rewind point,
+  prune_op, rewind_op); else the same with `mask_update_op` and variable
+  loads. Either way the biases are rewound too.
+  """
+  ticket_cls = _lottery_api()
+  if ticket_cls is None:
+    run.load(pretrained)
+    _one_shot_masks(run, sparsity)
+    run.load(rewind, step=rewind_step)
+    return
+  with run.graph.as_default():
+    ticket = ticket_cls()
+    run.sess.run(tf.variables_initializer(
+        [v for v in tf.global_variables()
+         if v.op.name.startswith('lottery_ticket/')]))
+    run.load(rewind, step=rewind_step)
+    run.sess.run(ticket.snapshot_op())
+    run.load(pretrained)
+    run.sess.run(ticket.prune_op(sparsity))
+    run.sess.run(ticket.rewind_op())
+    masked = set(r.name for r in ticket.records)
+  for name, var in run.weights().items():
+    if name not in masked:
+      var.load(rewind[name], run.sess)
+
+
 def run_seed(source, args, seed, log):
   """Returns {method: {sparsity: accuracy}} for one seed."""
   new = lambda: _Run(source, args.batch, args.learning_rate, seed)  # pylint: disable=unnecessary-lambda-assignment
@@ -181,9 +214,7 @@ def run_seed(source, args, seed, log):
     run.close()
 
     run = new()
-    run.load(pretrained, step=p)
-    _one_shot_masks(run, sparsity)
-    run.load(rewind, step=args.rewind_step)
+    _lottery(run, sparsity, pretrained, rewind, args.rewind_step)
     run.train(b)
     results['lottery_rewind'][sparsity] = run.accuracy()
     run.close()
@@ -240,8 +271,6 @@ def main(argv=None):
     table[method] = {'0.0': dense}
     for s in args.sparsities:
       table[method][str(s)] = float(np.mean([r[method][s] for r in per_seed]))
-  lottery_api = [n for n in getattr(tf1prune, '__all__', [])
-                 if 'lottery' in n.lower() or 'rewind' in n.lower()]
   payload = {
       'data': source.name, 'data_description': source.description,
       'model': 'cifar10_example.model.inference (masked CIFAR-10 CNN)',
@@ -254,9 +283,10 @@ def main(argv=None):
       'settings': {k: getattr(args, k) for k in (
           'pretrain_steps', 'budget_steps', 'rewind_step', 'frequency',
           'batch', 'learning_rate', 'seeds')},
-      'lottery': ('tf1prune API: %s' % lottery_api if lottery_api else
-                  'tf1prune exports no lottery API yet: rewinding done by '
-                  'the bench with the public API'),
+      'lottery': ('tf1prune.LotteryTicket (snapshot_op at the rewind step, '
+                  'prune_op, rewind_op; biases rewound too)' if _lottery_api()
+                  else 'tf1prune exports no lottery API yet: rewinding done '
+                  'by the bench with the public API'),
       'references': REFERENCES,
       'seconds': time.time() - start,
   }
