@@ -8,7 +8,7 @@
     ...   with tf.Session() as sess:
     ...     sess.run(tf.global_variables_initializer())
     ...     sess.run(ticket.snapshot_op())           # remember step 0
-    ...     sess.run(tf.assign(w, [-9., 8., 7., 6.]))  # "training"
+    ...     _ = sess.run(tf.assign(w, [-9., 8., 7., 6.]))  # "training"
     ...     sess.run(ticket.prune_op(0.5))           # keep the 2 largest
     ...     sess.run(ticket.rewind_op())             # back to step 0, masked
     ...     sess.run(w).tolist()
