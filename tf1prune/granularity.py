@@ -84,7 +84,10 @@ class Block(Granularity):
     else:
       sizes = np.outer(np.minimum(bh, rows - bh * np.arange(nh)),
                        np.minimum(bw, cols - bw * np.arange(nw)))
-      scores = tf.reduce_sum(blocks, axis=[1, 3]) / sizes.astype(
+      # Multiply by reciprocals made here: TF rewrites a division by a
+      # constant into an (on TF 2.x approximate) reciprocal multiply, so 14 / 4
+      # gave 3.4999998 there and 3.5 on TF 1.15, and tie orders differed.
+      scores = tf.reduce_sum(blocks, axis=[1, 3]) * (1.0 / sizes).astype(
           weight.dtype.base_dtype.as_numpy_dtype)
     group_mask, threshold = select(scores, sparsity)
     spread = tf.tile(group_mask[:, None, :, None], [1, bh, 1, bw])
