@@ -11,6 +11,7 @@ import tensorflow.compat.v1 as tf
 import tf1prune
 from tf1prune import graph_io
 from tf1prune.shrink import shrink_graph_def
+from tf1prune.shrink_border import constant_response, conv_pads
 
 
 def _const(value):
@@ -29,8 +30,8 @@ def _consts(graph_def):
           for n in graph_def.node if n.op == 'Const'}
 
 
-def _check_same_outputs(graph_def, feed, outputs=('y',)):
-  small, report = shrink_graph_def(graph_def, list(outputs))
+def _check_same_outputs(graph_def, feed, outputs=('y',), **kwargs):
+  small, report = shrink_graph_def(graph_def, list(outputs), **kwargs)
   for name in outputs:
     np.testing.assert_allclose(_run(small, feed, name + ':0'),
                                _run(graph_def, feed, name + ':0'),
@@ -91,20 +92,62 @@ def test_conv_filters_removed_through_bias_relu_pool_and_valid_conv():
   assert first.flops_after == 2 * 10 * 10 * 3 * 3 * 3 * 3
 
 
-def test_zero_padded_next_conv_takes_only_channels_whose_constant_is_zero():
-  rs = np.random.RandomState(2)
+def _padded_pair(rs):
+  """conv1 (1x1) with 3 empty filters -> relu -> conv2 3x3 SAME (pads)."""
   w1 = rs.randn(1, 1, 2, 4).astype(np.float32)
-  w1[..., :] = 0.0
-  w1[..., 3] = 1.0
+  w1[..., :3] = 0.0
   b1 = np.array([1.5, -1.0, 0.7, 0.0], np.float32)   # relu: 1.5, 0, 0.7, 0
-  x = tf.placeholder(tf.float32, [None, 6, 6, 2], name='x')
+  x = tf.placeholder(tf.float32, [None, 6, 7, 2], name='x')
   h = tf.nn.relu(_conv(x, w1, b1))
   _conv(h, rs.randn(3, 3, 4, 2), rs.randn(2), 'SAME', name='y')
-  feed = rs.randn(2, 6, 6, 2).astype(np.float32)
-  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  return rs.randn(2, 6, 7, 2).astype(np.float32)
+
+
+def test_zero_padded_next_conv_gets_an_exact_border_map():
+  feed = _padded_pair(np.random.RandomState(2))
+  small, report = _check_same_outputs(tf.get_default_graph().as_graph_def(),
+                                      feed)
+  assert report.layers[0].outputs_after == 1 and report.stops == []
+  maps = [v for n, v in _consts(small).items()
+          if n.endswith('/shrink_unfolded/value')]   # 'y' is the BiasAdd
+  assert [m.shape for m in maps] == [(1, 6, 7, 2)]
+  interior = maps[0][0, 1:-1, 1:-1]
+  np.testing.assert_allclose(interior, np.zeros_like(interior), atol=1e-6)
+  assert report.layers[1].params_after == 3 * 3 * 1 * 2 + 2 + 6 * 7 * 2
+
+
+def test_without_border_maps_only_zero_constants_fold_into_a_padded_conv():
+  feed = _padded_pair(np.random.RandomState(2))
+  small, report = _check_same_outputs(tf.get_default_graph().as_graph_def(),
+                                      feed, fold_borders=False)
   assert report.layers[0].outputs_after == 3        # channel 1 removed only
   stop, = report.stops
   assert stop.channels == 2 and 'zero-pads its input' in stop.reason
+  assert not any('shrink_fold' in n.name for n in small.node)
+
+
+def test_border_map_reaches_through_strides_dilations_and_a_next_shrink():
+  rs = np.random.RandomState(12)
+  x = tf.placeholder(tf.float32, [None, 9, 8, 3], name='x')
+  w1 = rs.randn(3, 3, 3, 6).astype(np.float32)
+  w1[..., [0, 2, 5]] = 0.0
+  h = tf.nn.relu6(_conv(x, w1, np.abs(rs.randn(6)) + 0.5, 'SAME'))
+  w2 = rs.randn(3, 3, 6, 5).astype(np.float32)
+  w2[..., 3] = 0.0
+  w2[:, :, 1:, 1] = 0.0     # filter 1 only reads channel 0, which goes
+  h = tf.nn.conv2d(h, _const(w2), [1, 2, 2, 1], 'SAME')
+  h = tf.nn.relu(tf.nn.bias_add(h, _const(rs.randn(5))))
+  w3 = rs.randn(3, 3, 5, 4).astype(np.float32)
+  h = tf.nn.conv2d(h, _const(w3), [1, 1, 1, 1], 'SAME', dilations=[1, 2, 2, 1])
+  tf.identity(h, name='y')                          # no bias after conv3
+  feed = rs.randn(2, 9, 8, 3).astype(np.float32)
+  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  # conv2's filter 1 empties when channel 0 goes, but the border map then
+  # makes its output vary: it stays; filter 3 goes.
+  assert [l.outputs_after for l in report.layers] == [3, 4, 4]
+  stop, = report.stops
+  assert stop.layer == report.layers[1].name and stop.channels == 1
+  assert 'varies at the borders' in stop.reason
 
 
 def test_same_padding_without_a_border_folds_like_valid():
@@ -197,17 +240,20 @@ def test_empty_outputs_of_the_last_layer_stay_and_one_channel_is_always_kept():
       'every output channel is empty; one is kept', 'it is a graph output']
 
 
-def test_next_layer_without_bias_takes_only_zero_constants():
+def test_next_layer_without_bias_gets_an_add_for_the_constants():
   rs = np.random.RandomState(7)
   w1 = rs.randn(3, 4).astype(np.float32)
   w1[:, [0, 1]] = 0.0
+  w2 = rs.randn(4, 2).astype(np.float32)
   x = tf.placeholder(tf.float32, [None, 3], name='x')
   h = tf.nn.relu(_dense(x, w1, [-1.0, 1.0, 0.0, 0.0]))
-  tf.identity(tf.matmul(h, _const(rs.randn(4, 2))), name='y')
+  tf.identity(tf.matmul(h, _const(w2)), name='y')
   feed = rs.randn(2, 3).astype(np.float32)
-  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
-  assert report.layers[0].outputs_after == 3
-  assert 'has no bias' in report.stops[0].reason
+  small, report = _check_same_outputs(tf.get_default_graph().as_graph_def(),
+                                      feed)
+  assert report.layers[0].outputs_after == 2 and report.stops == []
+  added, = [v for n, v in _consts(small).items() if 'shrink_fold' in n]
+  np.testing.assert_allclose(added, w2[1], rtol=1e-6)    # relu(1) * w2[1]
 
 
 def test_bad_output_names_raise():
@@ -216,10 +262,31 @@ def test_bad_output_names_raise():
     shrink_graph_def(tf.get_default_graph().as_graph_def(), ['nope'])
 
 
+@pytest.mark.parametrize('size,kernel,stride,dilation,padding', [
+    ((6, 7), (3, 3), 1, 1, 'SAME'), ((9, 8), (5, 3), 2, 1, 'SAME'),
+    ((9, 9), (3, 3), 1, 2, 'SAME'), ((7, 6), (4, 2), 3, 1, 'SAME'),
+    ((6, 7), (3, 3), 2, 1, 'VALID')])
+def test_constant_response_equals_tf_conv_of_a_constant_input(
+    size, kernel, stride, dilation, padding):
+  rs = np.random.RandomState(sum(size) + stride)
+  values = rs.randn(3)
+  weight = rs.randn(kernel[0], kernel[1], 3, 2)
+  pads = conv_pads(size, kernel, [stride] * 2, [dilation] * 2, padding)
+  got = constant_response(values, weight, size, pads, [stride] * 2,
+                          [dilation] * 2)
+  image = np.ones([1, size[0], size[1], 3]) * values
+  expected = tf.nn.conv2d(tf.constant(image), tf.constant(weight),
+                          [1, stride, stride, 1], padding,
+                          dilations=[1, dilation, dilation, 1])
+  with tf.Session() as sess:
+    np.testing.assert_allclose(got, sess.run(expected)[0], rtol=1e-10)
+
+
 # Random pruned networks -------------------------------------------------------
 
 def _random_network(seed):
-  """conv/pool chain, flatten, dense chain; random filters zeroed."""
+  """conv/pool chain, then flatten and dense chain or a last conv as output;
+  random filters zeroed, some layers without bias."""
   rs = np.random.RandomState(seed)
   size = rs.randint(7, 13)
   channels = rs.randint(1, 4)
@@ -231,12 +298,18 @@ def _random_network(seed):
     k = rs.choice([1, 3]) if h.shape[1] >= 3 else 1
     w = rs.randn(k, k, h.shape[-1], out).astype(np.float32)
     w[..., rs.rand(out) < rs.uniform(0.2, 0.8)] = 0.0
-    h = _conv(h, w, rs.randn(out), rs.choice(['SAME', 'VALID']),
-              rs.choice([1, 2]))
+    stride, padding = rs.choice([1, 2]), rs.choice(['SAME', 'VALID'])
+    if rs.rand() < 0.8:
+      h = _conv(h, w, rs.randn(out), padding, stride)
+    else:
+      h = tf.nn.conv2d(h, _const(w), [1, stride, stride, 1], padding)
     h = acts[rs.randint(len(acts))](h)
     if rs.rand() < 0.5 and h.shape[1] >= 2:
       pool = [tf.nn.max_pool, tf.nn.avg_pool][rs.randint(2)]
       h = pool(h, [1, 2, 2, 1], [1, 2, 2, 1], rs.choice(['SAME', 'VALID']))
+  if rs.rand() < 0.3:
+    _conv(h, rs.randn(3, 3, h.shape[-1], 2), rs.randn(2), 'SAME', name='y')
+    return rs.randn(2, size, size, channels).astype(np.float32)
   dim = int(np.prod(h.shape[1:]))
   # [2, -1]: TF 1.15 does not know the static width; the next layer does.
   h = tf.reshape(h, [-1, dim] if rs.rand() < 0.5 else [2, -1])
@@ -250,13 +323,14 @@ def _random_network(seed):
   return rs.randn(2, size, size, channels).astype(np.float32)
 
 
-@pytest.mark.parametrize('seed', range(16))
+@pytest.mark.parametrize('seed', range(24))
 def test_random_pruned_networks_keep_their_outputs(seed):
   feed = _random_network(seed)
   graph_def = tf.get_default_graph().as_graph_def()
   small, report = _check_same_outputs(graph_def, feed)
   for layer in report.layers:
-    assert layer.params_after <= layer.params_before
+    assert layer.inputs_after <= layer.inputs_before
+    assert layer.outputs_after <= layer.outputs_before
   dead = sum(s.channels for s in report.stops)
   removed = sum(l.outputs_before - l.outputs_after for l in report.layers)
   consts = _consts(graph_def)

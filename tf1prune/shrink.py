@@ -27,10 +27,14 @@ C: row entry r then holds channel `r % C`). A removed channel is constant
 there: `f(b)` for its bias `b` and the activations `f` (pools keep a constant
 constant: max pool ignores padding, average pool divides by the valid count).
 Its contribution to the next layer, `f(b) * (sum of the next layer's weights
-for it)`, is added to the next layer's bias. Where that is not exact, the
-channel stays: a next conv with zero padding (SAME with a border) sees the
-constant only at valid taps, so only channels whose constant is 0 are removed
-there; a next layer without a bias takes only channels whose constant is 0.
+for it)`, is added to the next layer's bias. A next conv that pads with zeros
+sees the constant only at its valid taps, so near the borders the contribution
+differs: that difference is added back exactly as a constant `[1, H, W, C]`
+map, in a new Add node `<bias>/shrink_fold` after the next layer's bias
+(`fold_borders=False`: such channels stay unless their constant is 0). A next
+layer without a bias gets such an Add node for the whole contribution. (If
+the node to add after is a graph output, the Add takes its name and the node
+becomes `<name>/shrink_unfolded`.)
 
 Anything else stops the shrink of that layer and the report says where and
 why: an op that mixes channels (LRN, FusedBatchNorm, concat, ...) or that the
@@ -43,6 +47,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune import graph_io
+from tf1prune.shrink_border import constant_response, conv_pads
 from tf1prune.shrink_graph import (FrozenGraph, attr_ints, attr_str,
                                    split_input, static_shapes)
 from tf1prune.shrink_report import LayerShrink, ShrinkReport, ShrinkStop
@@ -112,15 +117,26 @@ def _as_layer(g, node):
 
 
 def _channel_const(g, node, index, channels, rank):
-  """The const input `index` of `node` as a per-channel vector, or None."""
+  """Classifies the const input `index` of `node`.
+
+  Returns:
+    (const name, 'vector') for a scalar, `[C]` or `[1, .., 1, C]` constant,
+    (const name, 'map') for a `[1, H, W, C]` one (a folded border map), or
+    (None, None).
+  """
   const = g.exclusive_const(node, index)
   if const is None:
-    return None
+    return None, None
   shape = g.value(const).shape
-  if shape and (shape[-1] != channels or len(shape) > rank or
-                any(d != 1 for d in shape[:-1])):
-    return None
-  return const
+  if not shape:
+    return const, 'vector'
+  if shape[-1] != channels or len(shape) > rank:
+    return None, None
+  if all(d == 1 for d in shape[:-1]):
+    return const, 'vector'
+  if len(shape) == 4 and shape[0] == 1:
+    return const, 'map'
+  return None, None
 
 
 _Step = collections.namedtuple('_Step', ['kind', 'node', 'const', 'extra'])
@@ -182,10 +198,11 @@ def _follow(g, layer, channels):
       if op.startswith('BiasAdd') and attr_str(node, 'data_format',
                                                 'NHWC') != 'NHWC':
         return stop('only NHWC BiasAdd is shrunk')
-      const = _channel_const(g, node, 1 - index, channels, rank)
-      if const is None:
+      const, kind = _channel_const(g, node, 1 - index, channels, rank)
+      if const is None or (kind == 'map' and op == 'Mul'):
         return stop('its other input is not a per-channel constant')
-      steps.append(_Step('scale' if op == 'Mul' else 'bias', node, const, None))
+      kind = 'scale' if op == 'Mul' else ('map' if kind == 'map' else 'bias')
+      steps.append(_Step(kind, node, const, None))
     elif op in _ELEMENTWISE:
       steps.append(_Step('act', node, None, None))
     elif op in _POOLS:
@@ -226,32 +243,29 @@ def _own_bias(g, layer, channels):
   node, index = users[0]
   if node.op not in ('BiasAdd', 'BiasAddV1', 'Add', 'AddV2'):
     return None
-  const = _channel_const(g, node, 1 - index, channels, 4)
+  const = _channel_const(g, node, 1 - index, channels, 4)[0]
   if const is None or g.value(const).shape != (channels,):
     return None
   return const
 
 
-def _zero_padded(g, conv):
-  """True if Conv2D `conv` reads zero padding somewhere (or may)."""
+def _pads(g, conv):
+  """Zero padding of Conv2D `conv`, [(top, bottom), (left, right)].
+
+  None if it pads (or may pad) an input of unknown size.
+  """
   node = conv.node
   padding = attr_str(node, 'padding', 'VALID')
-  if padding == 'VALID':
-    return False
-  if padding == 'EXPLICIT':
-    return any(attr_ints(node, 'explicit_paddings', [0] * 8))
   shape = g.shapes.get(split_input(node.input[0])[0])
-  if not shape or None in shape[1:3]:
-    return True
-  kernel = g.value(conv.weight).shape
-  strides = attr_ints(node, 'strides', [1, 1, 1, 1])
-  dilations = attr_ints(node, 'dilations', [1, 1, 1, 1])
-  for axis in (1, 2):
-    size, stride = shape[axis], strides[axis]
-    span = (kernel[axis - 1] - 1) * dilations[axis] + 1
-    if max((-(-size // stride) - 1) * stride + span - size, 0):
-      return True
-  return False
+  known = bool(shape) and None not in shape[1:3]
+  if padding == 'SAME' and not known:
+    return None
+  pads = conv_pads(shape[1:3] if known else None,
+                   g.value(conv.weight).shape[:2],
+                   attr_ints(node, 'strides', [1] * 4)[1:3],
+                   attr_ints(node, 'dilations', [1] * 4)[1:3], padding,
+                   attr_ints(node, 'explicit_paddings', [0] * 8))
+  return pads if known or not np.any(pads) else None
 
 
 def _constants(g, chain, channels):
@@ -262,6 +276,10 @@ def _constants(g, chain, channels):
       values = values + g.value(step.const).astype(np.float64).reshape(-1)
     elif step.kind == 'scale':
       values = values * g.value(step.const).astype(np.float64).reshape(-1)
+    elif step.kind == 'map':   # constant only where the map is uniform
+      value = g.value(step.const).astype(np.float64).reshape(-1, channels)
+      values = values + np.where((value == value[:1]).all(axis=0), value[0],
+                                 np.nan)
     elif step.kind == 'act':
       values = _ELEMENTWISE[step.node.op](values, step.node)
   return values
@@ -272,7 +290,71 @@ def _input_rows(chain, channel, channels):
   return np.arange(chain.rows) * channels + channel
 
 
-def _shrink_layer(g, layer):
+def _insert_add(g, after, value):
+  """Adds constant `value` to node `after`'s output with a new Add node.
+
+  The Add takes over every consumer of `after`; if `after` is a graph output,
+  the Add takes its name and `after` becomes `<after>/shrink_unfolded`.
+  Returns the new const's name.
+  """
+  base = after + ('/shrink_unfolded' if after in g.outputs else '/shrink_fold')
+  name, i = base, 1
+  while name in g.nodes or name + '/value' in g.nodes:
+    name, i = '%s_%d' % (base, i), i + 1
+  dtype = tf.as_dtype(value.dtype).as_datatype_enum
+  const = g.graph_def.node.add(name=name + '/value', op='Const')
+  const.attr['dtype'].type = dtype
+  add = g.graph_def.node.add(name=name, op='Add', input=[after, const.name])
+  add.attr['T'].type = dtype
+  if after in g.outputs:        # swap names: the output keeps its name
+    original = g.nodes[after]
+    original.name, add.name = name, after
+    add.input[0] = name
+    g.nodes[name], g.nodes[after] = original, add
+    g.users[name] = [(add, 0, 0)]
+    g.shapes[name] = g.shapes.get(after)
+  else:
+    for node, index, _ in g.users.get(after, []):
+      node.input[index] = name
+    g.users[name] = g.users.pop(after, [])
+    g.users[after] = [(add, 0, 0)]
+    g.nodes[name] = add
+    g.shapes[name] = g.shapes.get(after)
+  g.nodes[const.name] = const
+  g.users[const.name] = [(add, 1, 0)]
+  g.set_value(const.name, value)
+  return const.name
+
+
+def _fold(g, chain, rows, values, pads, bias, after):
+  """Adds what the removed inputs `rows` (constant `values`) gave the next
+  layer: the uniform part to its `bias`, the rest with a new Add."""
+  consumer = chain.consumer
+  weight = g.value(consumer.weight)
+  repeated = np.repeat(values, rows.size // values.size)
+  per_row = (weight.sum(axis=(0, 1), dtype=np.float64)
+             if consumer.kind == 'conv' else weight.astype(np.float64))
+  uniform = (repeated[:, None] * per_row[rows]).sum(axis=0)
+  rest = None
+  if consumer.kind == 'conv' and np.any(pads):
+    node = consumer.node
+    rest = constant_response(
+        repeated, weight[:, :, rows, :],
+        g.shapes[split_input(node.input[0])[0]][1:3], pads,
+        attr_ints(node, 'strides', [1] * 4)[1:3],
+        attr_ints(node, 'dilations', [1] * 4)[1:3])[None]
+  if bias is not None:
+    old = g.value(bias)
+    g.set_value(bias, (old.astype(np.float64) + uniform).astype(old.dtype))
+    rest = None if rest is None else rest - uniform
+  elif rest is None:
+    rest = uniform
+  if rest is not None and np.any(rest):
+    const = _insert_add(g, after, rest.astype(weight.dtype))
+    g.folded.setdefault(consumer.node.name, []).append(const)
+
+
+def _shrink_layer(g, layer, fold_borders):
   """Removes `layer`'s empty outputs where exact; returns a ShrinkStop or None."""
   weight = g.value(layer.weight)
   channels = weight.shape[-1]
@@ -286,15 +368,20 @@ def _shrink_layer(g, layer):
   consumer = chain.consumer
   values = _constants(g, chain, channels)[dead]
   bias = _own_bias(g, consumer, g.value(consumer.weight).shape[-1])
-  ok = np.ones(dead.size, bool)
-  why = None
-  if consumer.kind == 'conv' and _zero_padded(g, consumer):
+  after = (g.consumers(consumer.node.name)[0][0].name if bias is not None
+           else consumer.node.name)
+  pads = _pads(g, consumer) if consumer.kind == 'conv' else [(0, 0)]
+  ok, why = np.isfinite(values), None
+  if not ok.all():
+    why = 'its value varies at the borders (a border map folded before)'
+  limit = None
+  if pads is None:
+    limit = 'the input size of %s is unknown' % consumer.node.name
+  elif np.any(pads) and not fold_borders:
+    limit = '%s zero-pads its input (fold_borders=False)' % consumer.node.name
+  if limit:
     ok &= values == 0
-    why = ('%s zero-pads its input: a nonzero constant channel is not '
-           'constant after it' % consumer.node.name)
-  if bias is None:
-    ok &= values == 0
-    why = '%s has no bias to fold constants into' % consumer.node.name
+    why = limit + ': only channels whose constant is 0 are removed'
   if ok.all() and dead.size == channels:
     ok[0] = False   # keep one channel: no zero-sized tensors
     why = 'every output channel is empty; one is kept'
@@ -305,24 +392,16 @@ def _shrink_layer(g, layer):
   remove, values = dead[ok], values[ok]
   if not remove.size:
     return stop
-  keep = np.setdiff1d(np.arange(channels), remove)
-  next_weight = g.value(consumer.weight)
   rows = np.concatenate([_input_rows(chain, c, channels) for c in remove])
-  if consumer.kind == 'conv':
-    per_row = next_weight.sum(axis=(0, 1), dtype=np.float64)
-  else:
-    per_row = next_weight.astype(np.float64)
-  if bias is not None and np.any(values):
-    repeats = rows.size // remove.size
-    added = (np.repeat(values, repeats)[:, None] * per_row[rows]).sum(axis=0)
-    old = g.value(bias)
-    g.set_value(bias, (old.astype(np.float64) + added).astype(old.dtype))
-  g.set_value(consumer.weight, np.delete(next_weight, rows, axis=-2))
+  if np.any(values):
+    _fold(g, chain, rows, values, pads, bias, after)
+  keep = np.setdiff1d(np.arange(channels), remove)
+  g.set_value(consumer.weight, np.delete(g.value(consumer.weight), rows,
+                                         axis=-2))
   g.set_value(layer.weight, weight[..., keep])
   for step in chain.steps:
-    if step.kind in ('bias', 'scale') and g.value(step.const).size > 1:
-      value = g.value(step.const)
-      g.set_value(step.const, value[..., keep])
+    if step.kind in ('bias', 'scale', 'map') and g.value(step.const).size > 1:
+      g.set_value(step.const, g.value(step.const)[..., keep])
     elif step.kind == 'reshape' and g.value(step.const)[-1] != -1:
       target = g.value(step.const).copy()
       target[-1] = chain.rows * keep.size
@@ -334,7 +413,8 @@ def _stats(g, layer):
   """(inputs, outputs, params, flops) of `layer` with the current values."""
   shape = g.value(layer.weight).shape
   bias = _own_bias(g, layer, shape[-1])
-  params = int(np.prod(shape)) + (g.value(bias).size if bias else 0)
+  params = int(np.prod(shape)) + (g.value(bias).size if bias else 0) + sum(
+      g.value(c).size for c in g.folded.get(layer.node.name, ()) if c != bias)
   flops = 2 * int(np.prod(shape))
   if layer.kind == 'conv':
     out = g.shapes.get(layer.node.name)
@@ -342,7 +422,7 @@ def _stats(g, layer):
   return shape[-2], shape[-1], params, flops
 
 
-def shrink_graph_def(graph_def, output_node_names):
+def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
   """Returns a smaller copy of frozen `graph_def` and a `ShrinkReport`.
 
   Args:
@@ -350,10 +430,15 @@ def shrink_graph_def(graph_def, output_node_names):
       `strip_pruning_vars_fn`); it is not modified.
     output_node_names: list of output node names (or a comma-separated str);
       their shapes and values do not change.
+    fold_borders: when a removed channel's constant is not 0 and the next
+      conv zero-pads, add what it gave the border outputs back as a constant
+      `[1, H, W, C]` map (a new Add node after the next layer's bias). False:
+      such channels stay.
 
   Returns:
-    (graph_def, report): the shrunk GraphDef (same node names; smaller
-    weight, bias and reshape constants; no `_output_shapes` attributes) and a
+    (graph_def, report): the shrunk GraphDef (same node names, smaller
+    weight, bias and reshape constants, maybe new `.../shrink_fold` Add nodes;
+    no `_output_shapes` attributes) and a
     `ShrinkReport` with per-layer parameters and FLOPs before and after, and
     where and why empty channels had to stay.
 
@@ -369,6 +454,7 @@ def shrink_graph_def(graph_def, output_node_names):
   copy = tf.GraphDef()
   copy.CopyFrom(graph_def)
   g = FrozenGraph(copy, outputs)
+  g.folded = {}   # layer name -> consts added after it by _fold
   layers, skipped = [], []
   for name in g.order():
     layer, why = _as_layer(g, g.nodes[name])
@@ -379,7 +465,7 @@ def shrink_graph_def(graph_def, output_node_names):
   before = [_stats(g, layer) for layer in layers]
   stops = []
   for layer in layers:
-    stop = _shrink_layer(g, layer)
+    stop = _shrink_layer(g, layer, fold_borders)
     if stop is not None:
       stops.append(stop)
   for const in g.changed:
