@@ -22,6 +22,7 @@ setup(
     extras_require={'test': ['pytest', 'hypothesis', 'scikit-learn']},
     entry_points={'console_scripts': [
         'strip_pruning_vars=tf1prune.strip_cli:main',
+        'prune_checkpoint=tf1prune.checkpoint_prune:main',
     ]},
     license='Apache-2.0',
     classifiers=[

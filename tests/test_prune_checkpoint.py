@@ -1,0 +1,234 @@
+"""bin/prune_checkpoint: prune a saved checkpoint, resume training from it."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+import tf1prune
+from tf1prune import checkpoint_prune
+import np_reference
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOCKED = np.s_[:, :, 1, 2]
+
+
+def _build():
+  """conv (masked) -> fc (masked, locked) with Momentum and a global step."""
+  rs = np.random.RandomState(0)
+  images = tf.constant(rs.randn(4, 5, 5, 3).astype(np.float32))
+  step = tf.train.get_or_create_global_step()
+  with tf.variable_scope('conv1'):
+    kernel = tf.get_variable('weights', initializer=rs.randn(3, 3, 3, 4)
+                             .astype(np.float32))
+    net = tf.nn.conv2d(images, tf1prune.apply_mask(kernel), [1, 1, 1, 1],
+                       'SAME')
+  with tf.variable_scope('conv2'):
+    kernel2 = tf.get_variable('weights', initializer=rs.randn(3, 3, 4, 4)
+                              .astype(np.float32))
+    effective = tf1prune.lock(tf1prune.apply_mask(kernel2), LOCKED)
+    net = tf.nn.conv2d(net, effective, [1, 1, 1, 1], 'SAME')
+  with tf.variable_scope('fc'):
+    bias = tf.get_variable('biases', initializer=np.ones(4, np.float32))
+  loss = tf.reduce_mean(tf.square(net + bias - 1.0))
+  train = tf.train.MomentumOptimizer(0.01, 0.9).minimize(loss, global_step=step)
+  return train, step, effective
+
+
+def _train(logdir, steps):
+  with tf.Graph().as_default():
+    train, step, effective = _build()
+    with tf.train.MonitoredTrainingSession(
+        checkpoint_dir=logdir, hooks=[tf1prune.LockHook()],
+        save_checkpoint_steps=steps, save_summaries_steps=None) as sess:
+      for _ in range(steps):
+        sess.run(train)
+      return sess.run(effective)
+
+
+@pytest.fixture
+def trained(tmp_path):
+  logdir = str(tmp_path / 'train')
+  effective = _train(logdir, 3)
+  return logdir, effective
+
+
+def _read(prefix):
+  reader = tf.train.NewCheckpointReader(prefix)
+  return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+
+
+def test_prunes_by_magnitude_zeroes_slots_and_updates_masks(trained, tmp_path):
+  logdir, _ = trained
+  before = _read(tf.train.latest_checkpoint(logdir))
+  out = str(tmp_path / 'pruned')
+  report = checkpoint_prune.prune_checkpoint(
+      logdir, out, {'conv1/weights$': 0.75}, [('conv2/weights', (0, 0, 3, 1))])
+  assert report['checkpoint'] == os.path.join(out, 'model.ckpt-3')
+  assert sorted(os.listdir(out)) == sorted([
+      'checkpoint', 'model.ckpt-3.data-00000-of-00001', 'model.ckpt-3.index',
+      'model.ckpt-3.meta'])
+  assert tf.train.latest_checkpoint(out) == report['checkpoint']
+  after = _read(report['checkpoint'])
+  assert sorted(after) == sorted(before)
+  w = before['conv1/weights']
+  keep = np_reference.magnitude_mask(np.abs(w), 0.75)
+  np.testing.assert_array_equal(after['conv1/weights'], w * keep)
+  np.testing.assert_array_equal(after['conv1/mask'], keep)
+  assert after['conv1/threshold'] == np.abs(w)[keep == 1].min()
+  np.testing.assert_array_equal(after['conv1/weights/Momentum'],
+                                before['conv1/weights/Momentum'] * keep)
+  # conv2: one entry zeroed in the weight, the mask, the slot and the lock.
+  for name in ('conv2/weights', 'conv2/mask', 'conv2/weights/Momentum'):
+    assert after[name][0, 0, 3, 1] == 0.0
+    changed = after[name] != before[name]
+    assert changed.sum() <= 1
+  assert after['conv2/lock_mask'][0, 0, 3, 1]
+  assert after['conv2/lock_value'][0, 0, 3, 1] == 0.0
+  assert after['conv2/lock_mask'].sum() == before['conv2/lock_mask'].sum() + 1
+  for name in ('fc/biases', 'global_step', 'conv2/lock_captured'):
+    np.testing.assert_array_equal(after[name], before[name])
+  entry = {e['name']: e for e in report['weights']}
+  assert entry['conv1/weights']['zeros_after'] == 0.75
+  assert entry['conv1/weights']['slots'] == ['conv1/weights/Momentum']
+  assert entry['conv2/weights']['locks'] == ['conv2/lock_mask']
+
+
+def test_training_resumes_from_the_pruned_checkpoint(trained, tmp_path):
+  logdir, effective = trained
+  out = str(tmp_path / 'pruned')
+  checkpoint_prune.prune_checkpoint(logdir, out, {'conv1/weights$': 0.5},
+                                    [('conv2/weights', (0, 0, 3, 1))])
+  pruned = _read(tf.train.latest_checkpoint(out))
+  with tf.Graph().as_default():
+    train, step, effective2 = _build()
+    records = {r.name: r for r in tf1prune.masked_weight_records()}
+    with tf.train.MonitoredTrainingSession(
+        checkpoint_dir=out, hooks=[tf1prune.LockHook()],
+        save_checkpoint_steps=None, save_summaries_steps=None) as sess:
+      assert sess.run(step) == 3
+      np.testing.assert_array_equal(sess.run(records['conv1/weights'].mask),
+                                    pruned['conv1/mask'])
+      for _ in range(2):
+        sess.run(train)
+      assert sess.run(step) == 5
+      conv1 = sess.run(records['conv1/weights'].masked_weight)
+      conv2 = sess.run(effective2)
+  assert np.all(conv1[pruned['conv1/mask'] == 0] == 0.0)
+  assert (conv1 == 0).mean() == 0.5
+  assert conv2[0, 0, 3, 1] == 0.0
+  # The original lock still holds its values bit for bit.
+  np.testing.assert_array_equal(conv2[LOCKED], effective[LOCKED])
+
+
+def test_without_meta_graph_masks_are_found_by_name(trained, tmp_path):
+  logdir, _ = trained
+  prefix = tf.train.latest_checkpoint(logdir)
+  os.remove(prefix + '.meta')
+  out = str(tmp_path / 'pruned')
+  report = checkpoint_prune.prune_checkpoint(prefix, out,
+                                             {'conv1/weights$': 0.5})
+  after = _read(report['checkpoint'])
+  assert (after['conv1/mask'] == 0).mean() == 0.5
+  np.testing.assert_array_equal(after['conv1/mask'],
+                                (after['conv1/weights'] != 0).astype(np.float32))
+  assert not os.path.exists(report['checkpoint'] + '.meta')
+
+
+def test_parse_helpers():
+  assert checkpoint_prune.parse_sparsity_map('a:0.5, b/c$:0.9,') == {
+      'a': 0.5, 'b/c$': 0.9}
+  assert checkpoint_prune.parse_zero('conv2/weights[:, :, 29, 13]') == (
+      'conv2/weights', (slice(None), slice(None), 29, 13))
+  assert checkpoint_prune.parse_index('..., 1:5:2, -1') == (
+      Ellipsis, slice(1, 5, 2), -1)
+
+
+def _main(argv, capsys):
+  code = checkpoint_prune.main(argv)
+  captured = capsys.readouterr()
+  return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize('argv,message', [
+    (['--sparsity', 'conv1'], "--sparsity entries must look like 'regex:0.8'"),
+    (['--sparsity', 'conv1:1.5'], r'sparsity must be a number in \[0, 1\)'),
+    (['--sparsity', '(:0.5'], "--sparsity regex '\\(' is not valid"),
+    (['--zero', 'conv2/weights'], '--zero must look like'),
+    (['--zero', 'conv2/weights[a]'], 'each part must be an int'),
+    ([], 'nothing to do'),
+    (['--sparsity', 'nothing_here:0.5'], "matches no prunable variable"),
+    (['--sparsity', 'weights:0.5,conv1:0.2'], 'matches both'),
+    (['--zero', 'conv2/weights[:, :, 9]'], 'does not fit a weight of shape'),
+    (['--sparsity', 'conv1/mask:0.5'], 'matches no prunable variable'),
+])
+def test_bad_input_is_one_line_error_and_writes_nothing(argv, message, trained,
+                                                        tmp_path, capsys):
+  logdir, _ = trained
+  out = str(tmp_path / 'pruned')
+  before = sorted(os.listdir(str(tmp_path)))
+  code, stdout, stderr = _main(['--checkpoint', logdir, '--output_dir', out]
+                               + argv, capsys)
+  assert code in (1, 2)
+  lines = stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('prune_checkpoint: error: ')
+  assert __import__('re').search(message, lines[0]), lines[0]
+  assert sorted(os.listdir(str(tmp_path))) == before
+  assert stdout == ''
+
+
+def test_missing_checkpoint_and_existing_output(tmp_path, capsys):
+  empty = tmp_path / 'empty'
+  empty.mkdir()
+  code, _, err = _main(['--checkpoint', str(empty), '--output_dir',
+                        str(tmp_path / 'o'), '--sparsity', 'w:0.5'], capsys)
+  assert code == 1 and 'has no checkpoint' in err
+  code, _, err = _main(['--checkpoint', str(tmp_path / 'nope'), '--output_dir',
+                        str(tmp_path / 'o'), '--sparsity', 'w:0.5'], capsys)
+  assert code == 1 and 'neither a folder nor a checkpoint prefix' in err
+  code, _, err = _main(['--checkpoint', str(empty), '--output_dir', str(empty),
+                        '--sparsity', 'w:0.5'], capsys)
+  assert code == 1 and 'exists; give a new folder' in err
+  code, _, err = _main(['--output_dir', 'x'], capsys)
+  assert code == 2 and 'required: --checkpoint' in err
+  assert sorted(os.listdir(str(tmp_path))) == ['empty']
+
+
+def _run_cli(python, argv):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+  return subprocess.run([python, os.path.join(ROOT, 'bin', 'prune_checkpoint')]
+                        + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        env=env, timeout=300)
+
+
+def test_bin_script_prints_per_weight_report(trained, tmp_path):
+  logdir, _ = trained
+  out = str(tmp_path / 'pruned')
+  result = _run_cli(sys.executable, ['--checkpoint', logdir, '--output_dir',
+                                     out, '--sparsity', 'conv.*/weights:0.5'])
+  assert result.returncode == 0, result.stderr.decode()[-2000:]
+  lines = result.stdout.decode().strip().splitlines()
+  assert lines[0].startswith('conv1/weights [3, 3, 3, 4]: zeros 0.0000 -> 0.5000')
+  assert 'mask conv1/mask' in lines[0] and 'slots conv1/weights/Momentum' in lines[0]
+  assert lines[1].startswith('conv2/weights [3, 3, 4, 4]: zeros ')
+  assert lines[-1] == 'wrote %s' % os.path.join(out, 'model.ckpt-3')
+
+
+def test_other_stack_prunes_this_stacks_checkpoint(trained, tmp_path,
+                                                   other_python):
+  logdir, _ = trained
+  out = str(tmp_path / 'pruned')
+  result = _run_cli(other_python, ['--checkpoint', logdir, '--output_dir', out,
+                                   '--sparsity', 'conv1/weights$:0.75'])
+  assert result.returncode == 0, result.stderr.decode()[-2000:]
+  after = _read(tf.train.latest_checkpoint(out))
+  assert (after['conv1/mask'] == 0).mean() == 0.75
+  with tf.Graph().as_default():
+    _build()
+    with tf.Session() as sess:
+      tf.train.Saver().restore(sess, tf.train.latest_checkpoint(out))
+      mask = sess.run(tf1prune.get_masks()[0])
+  np.testing.assert_array_equal(mask, after['conv1/mask'])
