@@ -1,8 +1,9 @@
 """Freezing and stripping checkpoints: tf1prune.strip (library API).
 
-Also a script for the cross-version checks, run by the other TF stack:
-    python tests/test_strip.py write DIR   # train, checkpoint, strip each model
-    python tests/test_strip.py load DIR    # load each DIR/*/out.pb, compare
+Also the other TF stack's half of the cross-version check:
+    python tests/test_strip.py OURS THEIRS
+loads and checks each OURS/<model>/out.pb, then trains, checkpoints and strips
+every model into THEIRS/<model>/ for this stack to load.
 """
 
 import gzip
@@ -412,38 +413,32 @@ def load_models(directory):
   return results
 
 
-def _other(other_python, command, directory):
+def test_pb_files_load_and_run_across_tensorflow_versions(tmp_path,
+                                                          other_python):
+  """Ours run there and theirs run here (one subprocess does both)."""
+  ours, theirs = str(tmp_path / 'ours'), str(tmp_path / 'theirs')
+  os.makedirs(ours)
+  os.makedirs(theirs)
+  write_models(ours)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   proc = subprocess.run(
-      [other_python, os.path.join(_HERE, 'test_strip.py'), command, directory],
+      [other_python, os.path.join(_HERE, 'test_strip.py'), ours, theirs],
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=600)
   assert proc.returncode == 0, proc.stderr.decode()[-3000:]
-  return json.loads(proc.stdout.decode().strip().splitlines()[-1])
-
-
-def test_pb_written_here_runs_under_the_other_tensorflow(tmp_path,
-                                                         other_python):
-  write_models(str(tmp_path))
-  results = _other(other_python, 'load', str(tmp_path))
-  assert sorted(results) == sorted(MODELS)
-  assert all(writer == tf.__version__ for _, writer in results.values())
-
-
-def test_pb_written_by_the_other_tensorflow_runs_here(tmp_path, other_python):
-  _other(other_python, 'write', str(tmp_path))
-  results = load_models(str(tmp_path))
-  assert sorted(results) == sorted(MODELS)
-  assert all(writer != tf.__version__ for _, writer in results.values())
+  loaded_there = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+  assert sorted(loaded_there) == sorted(MODELS)
+  assert all(writer == tf.__version__ for _, writer in loaded_there.values())
+  loaded_here = load_models(theirs)
+  assert sorted(loaded_here) == sorted(MODELS)
+  assert all(writer != tf.__version__ for _, writer in loaded_here.values())
 
 
 def _main(argv):
+  """Loads (and checks) the models in argv[1], writes new ones to argv[2]."""
   tf.disable_eager_execution()
-  command, directory = argv[1], argv[2]
-  if command == 'write':
-    write_models(directory)
-    print(json.dumps({'written': sorted(MODELS)}))
-  else:
-    print(json.dumps(load_models(directory)))
+  results = load_models(argv[1])
+  write_models(argv[2])
+  print(json.dumps(results))
 
 
 if __name__ == '__main__':
