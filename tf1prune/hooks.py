@@ -8,6 +8,16 @@
 The hook runs `conditional_mask_update_op()` after each training step, in a
 run of its own: the update then reads the weights that step wrote, never
 half-written ones.
+
+Resuming: `MonitoredTrainingSession` runs its `CheckpointSaverHook` before the
+user's hooks, so the checkpoint of a pruning step holds the masks from before
+that step's update. Given a `Pruning`, the hook therefore also runs the
+conditional update once when the session is created or restored: a run killed
+after any checkpoint continues exactly as if it had never stopped (the update
+is a no-op when the checkpoint already holds it).
+
+Between-graph replication: pass the hook in `chief_only_hooks`, so that one
+process updates the masks; see docs/sections/reliability.md.
 """
 
 import tensorflow.compat.v1 as tf
@@ -32,6 +42,11 @@ class PruningHook(tf.train.SessionRunHook):
       self._op = self._pruning.conditional_mask_update_op()
     else:
       self._op = self._pruning
+
+  def after_create_session(self, session, coord):
+    # Only the conditional op is known to be idempotent within a step.
+    if hasattr(self._pruning, 'conditional_mask_update_op'):
+      session.run(self._op)
 
   def after_run(self, run_context, run_values):
     run_context.session.run(self._op)
