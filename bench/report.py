@@ -67,8 +67,8 @@ def train_section(quick):
   out.append('CIFAR-10 example CNN, batch %d, constant synthetic input, SGD; '
              'masked graph with the schedule active and a mask update every '
              '%d steps, against the same net without masks, both in one '
-             'process, alternating, %d repeats of %d steps, median step '
-             'time (%s).\n' % (ours['batch'], ours['pruning_frequency'],
+             'process, alternating, %d repeats of %d steps; median step '
+             'times, and the median of the per-repeat ratios (%s).\n' % (ours['batch'], ours['pruning_frequency'],
                                ours['repeats'], ours['steps_per_repeat'],
                                _info(ours)))
   rows = []
@@ -95,6 +95,21 @@ def train_section(quick):
                  '**%.3f**' % keras['ratio_pruned_to_unpruned']])
   out.append(_table(['pruned training', 'stack', 'step (ms)',
                      'unpruned twin step (ms)', 'ratio'], rows) + '\n')
+  for data in (ours, legacy):
+    if data is not None and 'part_seconds' in data:
+      parts = data['part_seconds']
+      out.append('Parts (TF %s): one unconditional `mask_update_op()` of the '
+                 'five weights (%.2fM elements) takes %.1f ms, %.1f%% of an '
+                 'unmasked step, so %.2f%% per step at frequency %d; the '
+                 'conditional op on a step where nothing is due takes %.2f ms '
+                 '(an empty `session.run`: %.2f ms).\n' % (
+                     data['info']['tensorflow'], data.get('masked_elements',
+                                                          1068096) / 1e6,
+                     1e3 * parts['mask_update_op'],
+                     100 * data['mask_update_fraction_of_unmasked_step'],
+                     100 * data['mask_update_fraction_of_unmasked_step'] /
+                     data['pruning_frequency'], data['pruning_frequency'],
+                     1e3 * parts['conditional_idle'], 1e3 * parts['no_op']))
   worst = max(ours['ratio_to_unmasked']['masked_same_run'],
               ours['ratio_to_unmasked']['masked_hook'])
   out.append('Target <= %.2f (TF %s, the worse of the two ways of running '

@@ -17,7 +17,8 @@ same path `model.fit` takes per batch. The pruned model's loop also calls the
 `on_train_begin` once, `on_train_batch_begin/end` around every step); tfmot
 advances its pruning step and runs its conditional mask update inside the
 wrapped layers' `call`, so this is all `fit` would run. The two models
-alternate inside each repeat (`inner` steps each), median over repeats.
+alternate inside each repeat (`inner` steps each); the ratio is the median of
+the per-repeat ratios (`bench/_paired.py`), as in `train_overhead.py`.
 
 Needs a venv of its own (Keras 2 and tfmot are benchmark-only extras; they
 must not be mixed with the project's test venvs):
@@ -37,7 +38,8 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-from bench._timing import interleaved_medians, write_results  # pylint: disable=wrong-import-position
+from bench._paired import interleaved_samples, medians, paired_ratio  # pylint: disable=wrong-import-position
+from bench._timing import write_results  # pylint: disable=wrong-import-position
 
 FREQUENCY = 10
 
@@ -118,10 +120,10 @@ def run(batch, repeats, inner):
       callback.on_train_batch_end(counter[0])
       counter[0] += 1
 
-  medians = interleaved_medians({'unpruned': plain_steps,
+  samples = interleaved_samples({'unpruned': plain_steps,
                                  'pruned': pruned_steps},
                                 repeats=repeats, warmup=1)
-  per_step = {k: v / inner for k, v in medians.items()}
+  per_step = {k: v / inner for k, v in medians(samples).items()}
   sparsities = {}
   for layer in pruned.layers:
     if hasattr(layer, 'pruning_vars'):
@@ -134,7 +136,8 @@ def run(batch, repeats, inner):
       'batch': batch, 'repeats': repeats, 'steps_per_repeat': inner,
       'pruning_frequency': FREQUENCY,
       'median_step_seconds': per_step,
-      'ratio_pruned_to_unpruned': per_step['pruned'] / per_step['unpruned'],
+      'ratio_pruned_to_unpruned': paired_ratio(samples, 'pruned', 'unpruned'),
+      'ratio_of_medians': per_step['pruned'] / per_step['unpruned'],
       'pruned_model_final': {'pruning_step': max(steps) if steps else None,
                              'mask_sparsities': sparsities},
       'versions': {'tensorflow_model_optimization': tfmot.__version__ if hasattr(
