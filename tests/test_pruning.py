@@ -306,7 +306,9 @@ def _np_block_mask(value, block, pooling, sparsity):
       if pooling == 'MAX':
         scores[i, j] = cell.max()
       else:
-        scores[i, j] = np.float32(cell.sum()) / np.float32(cell.size)
+        # The mean, as the implementation rounds it: times the float32
+        # reciprocal of the block's real size.
+        scores[i, j] = np.float32(cell.sum()) * np.float32(1.0 / cell.size)
   group = np_reference.magnitude_mask(scores, sparsity)
   mask = np.kron(group, np.ones([bh, bw], np.float32))[:rows, :cols]
   kept = scores[group == 1.0]
