@@ -12,8 +12,9 @@ effective weights (`weights * mask`, and the biases) and freezes it with
 `tf.graph_util.convert_variables_to_constants`.
 
 Both `.pb` files are loaded into their own graph and session; their outputs
-are compared on one batch, and their latencies timed alternately (median of
-repeats) at batch 1 and batch 128. Also reported: each file's size, raw and
+are compared on one batch, and their latencies timed alternately at batch 1
+and batch 128: median time per run, and the median of the per-repeat ratios
+(`bench/_paired.py`). Also reported: each file's size, raw and
 gzipped. Results: bench/results/inference[_quick].json.
 """
 
@@ -28,7 +29,8 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from bench import _cifar_net
-from bench._timing import interleaved_medians, write_results
+from bench._paired import interleaved_samples, medians, paired_ratio
+from bench._timing import write_results
 
 OUTPUT = _cifar_net.LOGITS_NAME
 
@@ -117,13 +119,16 @@ def measure(sparsity, work_dir, batches, repeats, seed=0):
   row['max_abs_output_difference'] = float(np.max(np.abs(outs[0] - outs[1])))
   for batch, inner in batches:
     feed = rng.randn(batch, 24, 24, 3).astype(np.float32)
-    medians = interleaved_medians(
-        {name: (lambda s=s, i=i, o=o: s.run(o, {i: feed}))
-         for name, (s, i, o) in sessions.items()},
-        repeats=repeats, inner=inner, warmup=3)
+    def block(sess, images, logits, feed=feed):
+      for _ in range(inner):
+        sess.run(logits, {images: feed})
+    samples = interleaved_samples(
+        {name: (lambda args=args: block(*args))
+         for name, args in sessions.items()}, repeats=repeats, warmup=2)
     row['latency']['batch_%d' % batch] = {
-        'median_seconds': medians,
-        'ratio_stripped_to_unmasked': medians['stripped'] / medians['unmasked']}
+        'median_seconds': {k: v / inner for k, v in medians(samples).items()},
+        'ratio_stripped_to_unmasked': paired_ratio(samples, 'stripped',
+                                                   'unmasked')}
   for sess, _, _ in sessions.values():
     sess.close()
   return row
