@@ -38,7 +38,7 @@ def test_zero_lock_names_value_and_record():
   w, init = _kernel()
   with tf.variable_scope('conv'):
     kernel = tf1prune.lock(w, INDEX, value='zero')
-  assert kernel.op.name == 'conv/locked_weight'
+  assert kernel.op.name == 'conv/weights/locked_weight'
   names = [v.op.name for v in tf.global_variables()]
   assert names == ['conv/weights', 'conv/lock_mask', 'conv/lock_value']
   assert [v.op.name for v in tf.trainable_variables()] == ['conv/weights']

@@ -167,3 +167,25 @@ def test_locking_scope_refuses_a_variable_matched_twice():
   with pytest.raises(ValueError, match='matches several locking_scope regexes'):
     with tf1prune.locking_scope({'conv': dict(index=0), 'weights': dict(index=1)}):
       tf.get_variable('conv/weights', [3, 3])
+
+
+def test_locking_scope_around_masked_layer_locks_inside_the_mask():
+  index = np.s_[:, :, 0, 1]
+  with tf1prune.locking_scope({'conv1/weights$': dict(index=index)}):
+    tf1prune.masked_conv2d(_images(), 4, 3, scope='conv1')
+  (record,) = tf1prune.masked_weight_records()
+  assert record.name == 'conv1/weights/locked_weight'
+  step = tf.train.get_or_create_global_step()
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+      'sparsity_function_end_step=1,weight_sparsity_map=[conv1/weights:0.9]'),
+      step)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(tf1prune.capture_lock_values_op())
+    scores = np.abs(sess.run(record.weight))
+    sess.run(tf.assign(step, 1))
+    sess.run(p.mask_update_op())
+    mask = sess.run(record.mask)
+  expected = np_reference.magnitude_mask(scores, 0.9)   # the map's 0.9 applies
+  expected[index] = 1.0                                 # locked: kept as it was
+  np.testing.assert_array_equal(mask, expected)

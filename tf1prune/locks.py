@@ -174,8 +174,9 @@ def lock(x, index=None, mask=None, value='current', scope=''):
       existing ones are used and nothing is recorded twice.
 
   Returns:
-    A tensor like `x`, named `<name scope>/locked_weight`:
-    `where(lock_mask, lock_value, x)`.
+    A tensor like `x`: `where(lock_mask, lock_value, x)`, named
+    `<name scope>/<x's last name part>/locked_weight` (`conv1/weights` locked
+    in scope `conv1`: `conv1/weights/locked_weight`).
 
   Raises:
     ValueError: `x` is not floating point or has an unknown shape, or `index`,
@@ -223,7 +224,10 @@ def lock(x, index=None, mask=None, value='current', scope=''):
     with tf.control_dependencies([check]):
       read = tf.identity(stored)
   tensor = x if isinstance(x, tf.Tensor) else x.value()
-  effective = tf.where(locked, read, tensor, name=LOCKED_WEIGHT_NAME)
+  # Named after x (conv1/weights -> <name scope>/weights/locked_weight), so
+  # regexes of weight_sparsity_map still match apply_mask(lock(w)).
+  effective = tf.where(locked, read, tensor,
+                       name=name.rpartition('/')[2] + '/' + LOCKED_WEIGHT_NAME)
   _add_record(name, locked, stored, captured, tensor, effective)
   return effective
 
