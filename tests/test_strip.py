@@ -380,6 +380,34 @@ def test_write_atomically_keeps_the_old_file_when_writing_fails(tmp_path):
   assert os.listdir(str(tmp_path)) == ['m.pb']
 
 
+@pytest.mark.parametrize('value', [
+    np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5,
+    np.array(3, np.int32),
+    np.zeros([0, 2], np.float64),
+    np.array([[True, False]]),
+    np.arange(6, dtype=np.float16).reshape(2, 3, 1),
+    np.array([b'a', b'bc']),
+], ids=['float32', 'scalar', 'empty', 'bool', 'float16', 'string'])
+def test_streamed_constant_bytes_equal_protobuf_serialization(value):
+  node = tf.NodeDef(name='scope/w', op='Const')
+  node.attr['dtype'].type = tf.as_dtype(value.dtype).as_datatype_enum
+  node.attr['_class'].list.s.append(b'loc:@scope/w')
+  full = tf.NodeDef()
+  full.CopyFrom(node)
+  full.attr['value'].tensor.CopyFrom(tf.make_tensor_proto(value))
+  chunks = graph_io.const_node_chunks(node, value)
+  streamed = b''.join(bytes(c) for c in chunks)
+  parsed = tf.GraphDef()
+  parsed.ParseFromString(streamed)
+  np.testing.assert_array_equal(
+      tf.make_ndarray(parsed.node[0].attr['value'].tensor), value)
+  canonical = tf.GraphDef()
+  canonical.node.add().CopyFrom(parsed.node[0])
+  assert streamed == canonical.SerializeToString(deterministic=True)
+  if value.dtype.kind != 'S' and value.size:
+    assert len(chunks) == 2 and chunks[1].nbytes == value.nbytes
+
+
 # ---------------------------------------------------- across TF versions
 
 

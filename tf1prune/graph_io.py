@@ -27,9 +27,11 @@ import gzip
 import os
 import tempfile
 
+import numpy as np
 import tensorflow.compat.v1 as tf
 
-__all__ = ['ByteCounter', 'checkpoint_prefix', 'graph_op_types', 'op_defs',
+__all__ = ['ByteCounter', 'checkpoint_prefix', 'const_node_chunks',
+           'graph_op_types', 'op_defs',
            'read_meta_graph', 'serialized_node', 'strip_default_attrs',
            'write_atomically']
 
@@ -184,6 +186,60 @@ def serialized_node(node):
   return wrapper.SerializeToString(deterministic=True)
 
 
+def _varint(value):
+  out = bytearray()
+  while True:
+    byte, value = value & 0x7f, value >> 7
+    if value:
+      out.append(byte | 0x80)
+    else:
+      out.append(byte)
+      return bytes(out)
+
+
+def _field(number, length):
+  """Tag and length prefix of a length-delimited protobuf field."""
+  return _varint(number << 3 | 2) + _varint(length)
+
+
+# Field numbers: GraphDef.node 1, NodeDef.attr 5, map entry key 1 / value 2,
+# AttrValue.tensor 8, TensorProto.tensor_content 4.
+def const_node_chunks(node, value):
+  """Serialized GraphDef entry of Const `node` holding ndarray `value`.
+
+  Returns a list of bytes-like chunks whose concatenation equals
+  `serialized_node` of `node` with `attr['value']` set to `value`, without
+  copying the array: the last chunk is a view of `value`'s memory.
+
+  Args:
+    node: a Const NodeDef without a `value` attribute (its `dtype` set).
+    value: ndarray of that dtype (any shape).
+  """
+  array = np.ascontiguousarray(value)
+  if array.dtype.hasobject or array.dtype.kind in 'OSUV':
+    copy = tf.NodeDef()
+    copy.CopyFrom(node)
+    copy.attr['value'].tensor.CopyFrom(tf.make_tensor_proto(
+        array, dtype=tf.as_dtype(node.attr['dtype'].type)))
+    return [serialized_node(copy)]
+  content = array.reshape(-1).view(np.uint8)
+  tensor = tf.AttrValue().tensor.__class__()
+  tensor.dtype = node.attr['dtype'].type
+  tensor.tensor_shape.CopyFrom(tf.TensorShape(array.shape).as_proto())
+  tensor_head = tensor.SerializeToString(deterministic=True)
+  if content.nbytes:  # proto3 does not write an empty bytes field.
+    tensor_head += _field(4, content.nbytes)
+  tensor_size = len(tensor_head) + content.nbytes
+  attr_head = _field(8, tensor_size)
+  attr_size = len(attr_head) + tensor_size
+  entry_head = _field(1, 5) + b'value' + _field(2, attr_size)
+  entry_size = len(entry_head) + attr_size
+  node_head = (node.SerializeToString(deterministic=True) +
+               _field(5, entry_size) + entry_head + attr_head + tensor_head)
+  return [_field(1, len(node_head) + content.nbytes) + node_head,
+          memoryview(content)]
+
+
 class ByteCounter(object):
   """Counts bytes written, raw and as a gzip file (level 6, mtime 0)."""
 
@@ -192,8 +248,9 @@ class ByteCounter(object):
       self.size = 0
 
     def write(self, data):
-      self.size += len(data)
-      return len(data)
+      size = memoryview(data).nbytes
+      self.size += size
+      return size
 
     def flush(self):
       pass
@@ -205,7 +262,7 @@ class ByteCounter(object):
                                compresslevel=GZIP_LEVEL, mtime=0, filename='')
 
   def write(self, data):
-    self.raw_bytes += len(data)
+    self.raw_bytes += memoryview(data).nbytes
     self._gzip.write(data)
 
   def close(self):

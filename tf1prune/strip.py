@@ -48,8 +48,20 @@ def _output_names(output_node_names):
 
 # ------------------------------------------------------------------ folding
 
-_Fold = collections.namedtuple('_Fold', ['node', 'layer', 'weight', 'mask',
-                                         'read_weight'])
+class _Fold(collections.namedtuple('_Fold', [
+    'node', 'layer', 'weight', 'mask', 'read_weight', 'read_mask', 'dtype'])):
+  """One masked weight folded into constant `node` (names, value thunks)."""
+
+  def apply_mask(self, weight):
+    """Returns `weight * mask`, computed in `weight`'s memory if it can."""
+    if weight.dtype != self.dtype or not weight.flags.writeable:
+      weight = weight.astype(self.dtype)
+    np.multiply(weight, self.read_mask().astype(self.dtype, copy=False),
+                out=weight)
+    return weight
+
+  def value(self):
+    return self.apply_mask(self.read_weight())
 
 
 def _resolve(nodes, name, lazy):
@@ -148,16 +160,12 @@ def _fold_masks(lazy):
     dtype = node.attr['T'].type
     np_dtype = tf.as_dtype(dtype).as_numpy_dtype
 
-    def product(read_mask=read_mask, read_weight=read_weight,
-                np_dtype=np_dtype):
-      w = read_weight()
-      if w.dtype != np_dtype or not w.flags.writeable:
-        w = w.astype(np_dtype)
-      np.multiply(w, read_mask().astype(np_dtype, copy=False), out=w)
-      return w
-
     const_name = node.name if not enters else node.name + '/folded'
-    lazy.values[const_name] = product
+    layer = re.sub(r'/mask(_\d+)?$', '', mask)
+    fold = _Fold(const_name, layer, weight, mask, read_weight, read_mask,
+                 np_dtype)
+    lazy.values[const_name] = fold.value
+    folds.append(fold)
     if enters:
       # Inside a while loop (v1 control flow): the constant lives outside,
       # the Mul becomes the chain of Enters that brought the weight in.
@@ -179,8 +187,6 @@ def _fold_masks(lazy):
         source = hop.name
     else:
       node.CopyFrom(freeze.const_node(node.name, dtype))
-    layer = re.sub(r'/mask(_\d+)?$', '', mask)
-    folds.append(_Fold(const_name, layer, weight, mask, read_weight))
   for node in new_nodes:
     graph_def.node.add().CopyFrom(node)
   return folds
@@ -246,52 +252,50 @@ def strip_pruning_vars_fn(input_graph_def, output_node_names):
 
 
 def _write(lazy, folds, path):
-  """Streams `lazy` into `path`; returns (file sizes, dense sizes, layers)."""
+  """Streams `lazy` into `path`; returns (file sizes, dense sizes, layers).
+
+  Each constant is read, written and dropped in turn; a folded weight is
+  first counted as it is (the dense graph's size), then multiplied by its
+  mask in place and written: at most a weight and its mask are in memory.
+  """
   fold_by_node = {f.node: f for f in folds}
   out, dense = graph_io.ByteCounter(), graph_io.ByteCounter()
-  layers = {}
+  layers = []
   with graph_io.write_atomically(path) as f:
+
+    def emit(chunks, to_dense=True):
+      for chunk in chunks:
+        f.write(chunk)
+        out.write(chunk)
+        if to_dense:
+          dense.write(chunk)
+
     for node in lazy.graph_def.node:
       if node.name not in lazy.values:
-        data = graph_io.serialized_node(node)
-        f.write(data)
-        out.write(data)
-        dense.write(data)
+        emit([graph_io.serialized_node(node)])
         continue
       fold = fold_by_node.get(node.name)
-      if fold is not None:
-        dense.write(_entry(node, fold.read_weight()))
-      value = lazy.values[node.name]()
-      if fold is not None:
-        layers[fold.node] = LayerStats.from_array(fold.layer, fold.weight,
-                                                  fold.node, value)
-      data = _entry(node, value)
-      del value
-      f.write(data)
-      out.write(data)
       if fold is None:
-        dense.write(data)
-      del data
+        value = lazy.values[node.name]()
+        if not isinstance(value, np.ndarray):
+          value = tf.make_ndarray(value)
+        emit(graph_io.const_node_chunks(node, value))
+        del value
+        continue
+      value = fold.read_weight()
+      for chunk in graph_io.const_node_chunks(node, value):
+        dense.write(chunk)
+      value = fold.apply_mask(value)
+      layers.append(LayerStats.from_array(fold.layer, fold.weight, fold.node,
+                                          value))
+      emit(graph_io.const_node_chunks(node, value), to_dense=False)
+      del value
     tail = tf.GraphDef()
     tail.versions.CopyFrom(lazy.graph_def.versions)
     if lazy.graph_def.HasField('library'):
       tail.library.CopyFrom(lazy.graph_def.library)
-    data = tail.SerializeToString(deterministic=True)
-    f.write(data)
-    out.write(data)
-    dense.write(data)
-  return out.close(), dense.close(), [layers[f.node] for f in folds
-                                      if f.node in layers]
-
-
-def _entry(node, value):
-  """Serialized GraphDef entry of Const `node` holding `value`."""
-  wrapper = tf.GraphDef()
-  copy = wrapper.node.add()
-  copy.CopyFrom(node)
-  copy.attr['value'].tensor.CopyFrom(
-      freeze.tensor_proto(value, node.attr['dtype'].type))
-  return wrapper.SerializeToString(deterministic=True)
+    emit([tail.SerializeToString(deterministic=True)])
+  return out.close(), dense.close(), layers
 
 
 def strip_checkpoint(checkpoint_dir, output_node_names, output_path,
