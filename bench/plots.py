@@ -12,6 +12,7 @@ per method), `train_overhead.png` (step-time ratios, ours and tfmot's) and
 
 import argparse
 import json
+import math
 import os
 
 import matplotlib
@@ -72,6 +73,18 @@ def plot_mask_update(quick):
   return out
 
 
+def _density_axis(ax, sparsities):
+  """x = -log10(1 - sparsity), ticks labelled with the sparsity in %."""
+  ticks = sorted(set(sparsities))
+  ax.set_xticks([_x(t) for t in ticks])
+  ax.set_xticklabels(['%g' % (100 * t) for t in ticks], fontsize=8)
+  ax.set_xlabel('sparsity (%), spaced by -log10(1 - sparsity)')
+
+
+def _x(sparsity):
+  return -math.log10(max(1e-6, 1.0 - sparsity))
+
+
 def plot_quality(quick, data_name):
   data, out = _load('quality_' + data_name, quick)
   if data is None:
@@ -82,25 +95,27 @@ def plot_quality(quick, data_name):
   for method, style in (('gradual', 'o-'), ('one_shot', 's--'),
                         ('lottery_rewind', '^:')):
     pts = sorted((float(s), a) for s, a in acc[method].items())
-    ax.plot([100 * s for s, _ in pts], [100 * a for _, a in pts], style,
+    ax.plot([_x(s) for s, _ in pts], [100 * a for _, a in pts], style,
             label=method.replace('_', ' '))
   ax.axhline(100 * acc['dense']['0.0'], color='grey', linestyle=':',
              label='dense, same step budget')
-  ax.set_xlabel('sparsity (%)')
+  _density_axis(ax, [float(v) for v in data['sparsities']])
   ax.set_ylabel('test accuracy (%)')
   ax.set_title('Ours: %s, CIFAR-10 example CNN' % data['data'])
   ax.grid(True, alpha=0.3)
   ax.legend(fontsize=8)
+  ref_sparsities = []
   for reference in data.get('references', []):
     pts = reference['points']
-    ref.plot([100 * s for s, _ in pts], [100 * a for _, a in pts], 'o-',
+    ref_sparsities += [s for s, _ in pts]
+    ref.plot([_x(s) for s, _ in pts], [100 * a for _, a in pts], 'o-',
              label=reference['model'])
-  ref.set_xlabel('sparsity (%)')
+  _density_axis(ref, ref_sparsities)
   ref.set_ylabel('published accuracy (%)')
   ref.set_title('Published, other models/data: not comparable 1:1',
                 fontsize=9)
   ref.grid(True, alpha=0.3)
-  ref.legend(fontsize=7)
+  ref.legend(fontsize=7, loc='lower left')
   _save(fig, data, out)
   return out
 
