@@ -13,6 +13,7 @@ so `paired_ratio` can take the median of the per-repeat ratios: both sides of
 one ratio saw about the same load.
 """
 
+import os
 import time
 
 import numpy as np
@@ -45,3 +46,11 @@ def paired_ratio(samples, name, base):
 def medians(samples):
   """dict name -> median of its samples."""
   return {name: float(np.median(v)) for name, v in samples.items()}
+
+
+def load_average():
+  """The 1-minute load average (other processes compete for the CPUs)."""
+  try:
+    return float(os.getloadavg()[0])
+  except (AttributeError, OSError):
+    return None

@@ -29,7 +29,8 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from bench import _cifar_net
-from bench._paired import interleaved_samples, medians, paired_ratio
+from bench._paired import (interleaved_samples, load_average, medians,
+                           paired_ratio)
 from bench._timing import write_results
 
 OUTPUT = _cifar_net.LOGITS_NAME
@@ -152,6 +153,7 @@ def main(argv=None):
   else:
     sparsities = [0.0, 0.5, 0.75, 0.9, 0.95]
     batches, repeats = [(1, 50), (128, 3)], 21
+  load_before = load_average()
   work_dir = tempfile.mkdtemp(prefix='bench_inference_')
   rows = []
   try:
@@ -170,6 +172,7 @@ def main(argv=None):
     shutil.rmtree(work_dir, ignore_errors=True)
   path = write_results(_results_name(args.quick),
                        {'rows': rows, 'output_node': OUTPUT,
+                        'load_average_1min': [load_before, load_average()],
                         'target_latency_ratio': 1.0})
   print('wrote', path)
 

@@ -35,7 +35,8 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from bench import _cifar_net
-from bench._paired import interleaved_samples, medians, paired_ratio
+from bench._paired import (interleaved_samples, load_average, medians,
+                           paired_ratio)
 from bench._timing import write_results
 
 FREQUENCY = 10
@@ -144,10 +145,12 @@ def main(argv=None):
   args = parser.parse_args(argv)
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
+  load_before = load_average()
   if args.quick:
     result = run(min(args.batch, 32), repeats=3, inner=10)
   else:
     result = run(args.batch, repeats=31, inner=10)
+  result['load_average_1min'] = [load_before, load_average()]
   print('median step (s): ' + '  '.join(
       '%s %.4f' % kv for kv in sorted(result['median_step_seconds'].items())))
   print('ratio to unmasked: ' + '  '.join(

@@ -38,7 +38,8 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-from bench._paired import interleaved_samples, medians, paired_ratio  # pylint: disable=wrong-import-position
+from bench._paired import (  # pylint: disable=wrong-import-position
+    interleaved_samples, load_average, medians, paired_ratio)
 from bench._timing import write_results  # pylint: disable=wrong-import-position
 
 FREQUENCY = 10
@@ -152,10 +153,12 @@ def main(argv=None):
   parser.add_argument('--batch', type=int, default=128,
                       help='batch size (--quick caps it at 32)')
   args = parser.parse_args(argv)
+  load_before = load_average()
   if args.quick:
     result = run(min(args.batch, 32), repeats=3, inner=10)
   else:
     result = run(args.batch, repeats=31, inner=10)
+  result['load_average_1min'] = [load_before, load_average()]
   print('median step (s): ' + '  '.join(
       '%s %.4f' % kv for kv in sorted(result['median_step_seconds'].items())))
   print('ratio pruned / unpruned: %.3f' % result['ratio_pruned_to_unpruned'])
