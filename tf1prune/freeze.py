@@ -1,12 +1,16 @@
 """Freezing a checkpoint's meta graph: variables become constants, lazily.
 
     >>> import tensorflow.compat.v1 as tf
-    >>> from tf1prune import freeze, graph_io
-    >>> prefix = graph_io.checkpoint_prefix('/tmp/train')     # doctest: +SKIP
-    >>> lazy = freeze.freeze(graph_io.read_meta_graph(prefix),
-    ...                      tf.train.load_checkpoint(prefix),
-    ...                      ['logits/BiasAdd'])                # doctest: +SKIP
-    >>> graph_def = freeze.materialize(lazy)                    # doctest: +SKIP
+    >>> from tf1prune import freeze
+    >>> with tf.Graph().as_default() as g:
+    ...   a = tf.constant([1.0, 2.0], name='a')
+    ...   b = tf.identity(a, name='b')
+    ...   unused = tf.constant(3.0, name='unused')
+    >>> lazy = freeze.prune(freeze.lazy_from_graph_def(g.as_graph_def()), ['b'])
+    >>> [n.name for n in lazy.graph_def.node], sorted(lazy.values)
+    (['a', 'b'], ['a'])
+    >>> tf.make_ndarray(freeze.materialize(lazy).node[0].attr['value'].tensor)
+    array([1., 2.], dtype=float32)
 
 A `LazyGraph` is a GraphDef whose large constants are not filled in yet: each
 has a thunk that reads it (from the checkpoint, or from another GraphDef) when

@@ -1,9 +1,17 @@
 """Frozen inference graphs from pruning checkpoints: masks folded into weights.
 
-    >>> import tf1prune
-    >>> report = tf1prune.strip_checkpoint(            # doctest: +SKIP
-    ...     '/tmp/train', ['logits/BiasAdd'], '/tmp/out/pruning_stripped.pb')
-    >>> print(report.format_table())                   # doctest: +SKIP
+    >>> import os, tempfile, tensorflow.compat.v1 as tf, tf1prune
+    >>> train_dir = tempfile.mkdtemp()
+    >>> with tf.Graph().as_default():
+    ...   x = tf.placeholder(tf.float32, [None, 4], name='x')
+    ...   y = tf1prune.masked_fully_connected(x, 2, scope='fc')
+    ...   with tf.Session() as sess:
+    ...     sess.run(tf.global_variables_initializer())
+    ...     _ = tf.train.Saver().save(sess, os.path.join(train_dir, 'model.ckpt'))
+    >>> report = tf1prune.strip_checkpoint(
+    ...     train_dir, ['fc/Relu'], os.path.join(train_dir, 'stripped.pb'))
+    >>> [(layer.name, layer.shape, layer.nonzeros) for layer in report.layers]
+    [('fc', [4, 2], 8)]
 
 `graph_def_from_checkpoint` freezes the latest checkpoint of a directory
 (variables become constants read straight from the checkpoint);
