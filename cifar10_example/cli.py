@@ -1,7 +1,8 @@
 """What the example's scripts share: logging, data flags, one-line errors.
 
+    >>> import argparse
     >>> from cifar10_example import cli
-    >>> parser = cli.data_flags(cli.argparse.ArgumentParser())
+    >>> parser = cli.data_flags(argparse.ArgumentParser())
     >>> parser.parse_args(['--data_dir', '/data']).data_dir
     '/data'
 
@@ -13,7 +14,6 @@ import TensorFlow, so a script can log before TensorFlow's import prints its
 own lines; each script's `main()` calls `tf.disable_eager_execution()`.
 """
 
-import argparse
 import logging
 import sys
 
