@@ -217,6 +217,21 @@ def test_bin_script_prints_per_weight_report(trained, tmp_path):
   assert lines[-1] == 'wrote %s' % os.path.join(out, 'model.ckpt-3')
 
 
+def test_bin_script_bad_input_prints_one_line_only(tmp_path):
+  env = {k: v for k, v in os.environ.items()
+         if not k.startswith(('TF_CPP', 'TF_ENABLE'))}
+  result = subprocess.run(
+      [sys.executable, os.path.join(ROOT, 'bin', 'prune_checkpoint'),
+       '--checkpoint', str(tmp_path / 'nope'), '--output_dir',
+       str(tmp_path / 'out'), '--sparsity', 'w:0.5'],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=300)
+  assert result.returncode == 1
+  assert result.stderr.decode().splitlines() == [
+      'prune_checkpoint: error: --checkpoint %s is neither a folder nor a '
+      'checkpoint prefix (no %s.index)' % (tmp_path / 'nope', tmp_path / 'nope')]
+  assert os.listdir(str(tmp_path)) == []
+
+
 def test_other_stack_prunes_this_stacks_checkpoint(trained, tmp_path,
                                                    other_python):
   logdir, _ = trained
