@@ -8,8 +8,8 @@
 
 `run(main)` is the body of every script: it logs to stderr through the
 `cifar10_example` logger and turns an expected failure (bad flag value,
-missing file, failed download, a TensorFlow error such as a missing
-checkpoint) into one `error: ...` line and exit status 2. This module does not
+missing file, failed download, missing scikit-learn, a TensorFlow error such
+as a missing checkpoint) into one `error: ...` line and exit status 2. This module does not
 import TensorFlow, so a script can log before TensorFlow's import prints its
 own lines; each script's `main()` calls `tf.disable_eager_execution()`.
 """
@@ -62,7 +62,8 @@ def load_data(args):
 
 def _expected(error):
   """True for errors a user can fix from the message alone."""
-  if isinstance(error, (ValueError, TypeError, EnvironmentError)):
+  if isinstance(error, (ValueError, TypeError, EnvironmentError,
+                        ImportError)):
     return True
   # tf.errors.OpError (missing checkpoint, unreadable file), without
   # importing TensorFlow here.

@@ -143,6 +143,9 @@ class DigitsSource(object):
   Args:
     num_test: images held out for testing, by a fixed permutation.
 
+  Raises:
+    ImportError: scikit-learn is not installed.
+
   Attributes: as `Cifar10Source` (name 'digits', image_shape `(8, 8, 1)`).
   """
 
@@ -151,7 +154,11 @@ class DigitsSource(object):
   image_shape = (8, 8, 1)
 
   def __init__(self, num_test=360):
-    from sklearn.datasets import load_digits  # only needed for this source
+    try:
+      from sklearn.datasets import load_digits  # only needed for this source
+    except ImportError:
+      raise ImportError('the embedded digits data set needs scikit-learn: pip '
+                        'install scikit-learn, or point --data_dir at CIFAR-10')
     digits = load_digits()
     images = (digits.images / 16.0).astype(np.float32)[..., np.newaxis]
     labels = digits.target.astype(np.int32)
