@@ -186,3 +186,18 @@ def test_records_survive_a_meta_graph_export_and_import(tmp_path):
       sess.run(tf.global_variables_initializer())
       sess.run(tf.assign(records[1].mask, np.zeros([2, 5], np.float32)))
       assert not sess.run(records[1].masked_weight).any()
+
+
+def test_records_after_import_with_an_import_scope(tmp_path):
+  with tf.variable_scope('fc'):
+    tf1prune.apply_mask(tf.get_variable('weights', [3, 2]))
+  path = str(tmp_path / 'model.meta')
+  tf.train.export_meta_graph(filename=path)
+  with tf.Graph().as_default():
+    tf.train.import_meta_graph(path, import_scope='tower')
+    record, = tf1prune.masked_weight_records()
+    assert record.name == 'tower/fc/weights'
+    assert record.mask.op.name == 'tower/fc/mask'
+    assert record.threshold.op.name == 'tower/fc/threshold'
+    assert record.masked_weight.name == 'tower/fc/weights/masked_weight:0'
+    assert record.weight.shape.as_list() == [3, 2]

@@ -124,7 +124,9 @@ def masked_weight_records(graph=None):
   for entry in graph.get_collection(RECORD_COLLECTION):
     if isinstance(entry, bytes):
       entry = entry.decode('utf-8')
-    names = json.loads(entry)
+    # import_meta_graph(import_scope='s') turns the entry into 's/{...}'.
+    scope, brace, text = entry.partition('{')
+    names = {k: scope + v for k, v in json.loads(brace + text).items()}
     records.append(MaskedWeight(
         name=names['name'],
         weight=graph.get_tensor_by_name(names['weight']),
