@@ -147,7 +147,7 @@ def test_border_map_reaches_through_strides_dilations_and_a_next_shrink():
   assert [l.outputs_after for l in report.layers] == [3, 4, 4]
   stop, = report.stops
   assert stop.layer == report.layers[1].name and stop.channels == 1
-  assert 'varies at the borders' in stop.reason
+  assert 'a border map added after it varies' in stop.reason
 
 
 def test_same_padding_without_a_border_folds_like_valid():

@@ -290,3 +290,18 @@ def test_pruning_rejects_bad_granularity_settings():
   with pytest.raises(ValueError, match='fc1/weights is in both granularity_map '
                      'and block_dims_map'):
     p.mask_update_op()
+
+
+@pytest.mark.parametrize('method,decay', [('exact', 0.0), ('exact', 0.5),
+                                          ('histogram', 0.0)])
+def test_group_masks_stay_whole_groups_with_each_threshold_method(method,
+                                                                   decay):
+  got = _pruned('target_sparsity=0.5,threshold_method=%s,threshold_decay=%s,'
+                'granularity_map=[conv2:kernel]' % (method, decay))
+  _, mask = got['conv2']
+  per_kernel = mask.reshape(9, 64)
+  assert (per_kernel.min(axis=0) == per_kernel.max(axis=0)).all()
+  if decay == 0.0:
+    assert 0 < per_kernel[0].sum() < 64
+  if method == 'exact' and decay == 0.0:
+    assert per_kernel[0].sum() == 32

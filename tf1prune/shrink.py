@@ -373,7 +373,8 @@ def _shrink_layer(g, layer, fold_borders):
   pads = _pads(g, consumer) if consumer.kind == 'conv' else [(0, 0)]
   ok, why = np.isfinite(values), None
   if not ok.all():
-    why = 'its value varies at the borders (a border map folded before)'
+    why = ('the empty filter is not constant: a border map added after it '
+           'varies')
   limit = None
   if pads is None:
     limit = 'the input size of %s is unknown' % consumer.node.name
