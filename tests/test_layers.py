@@ -155,6 +155,20 @@ def test_conv2d_argument_errors():
     tf1prune.masked_conv2d(x, 2, [3, 3, 3])
   with pytest.raises(ValueError, match='stride must be 1 when rate > 1'):
     tf1prune.masked_conv2d(x, 2, 3, stride=2, rate=2)
+  with pytest.raises(ValueError, match='stride must be a positive int or a '
+                     'pair of them, got 1.5'):
+    tf1prune.masked_conv2d(x, 2, 3, stride=1.5)
+  with pytest.raises(ValueError, match=r'rate must be a positive int or a '
+                     r'pair of them, got \[0, 1\]'):
+    tf1prune.masked_conv2d(x, 2, 3, rate=[0, 1])
+
+
+def test_conv2d_accepts_numpy_ints_and_tuples():
+  net = tf1prune.masked_conv2d(tf.zeros([1, 6, 6, 1]), 2,
+                               (np.int64(3), np.int32(1)),
+                               stride=np.int64(2), padding='VALID', scope='c')
+  assert net.shape.as_list() == [1, 2, 3, 2]
+  assert tf1prune.get_masks()[0].shape.as_list() == [3, 1, 1, 2]
 
 
 def _nchw_conv_runs_on_this_cpu():

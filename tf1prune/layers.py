@@ -14,6 +14,8 @@ create `<scope>/weights`, `<scope>/biases`, `<scope>/mask` and
 `get_variable` (through `slim.model_variable`) and `tf.nn`, never on Keras.
 """
 
+import numbers
+
 import tensorflow.compat.v1 as tf
 import tf_slim as slim
 from tf_slim.layers import utils as slim_utils
@@ -23,13 +25,21 @@ from tf1prune.masking import apply_mask
 __all__ = ['masked_conv2d', 'masked_convolution', 'masked_fully_connected']
 
 
+def _is_int(value):
+  return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _pair(name, value):
-  """Returns `value` as a list of two positive ints, or raises ValueError."""
-  pair = [value, value] if isinstance(value, int) else list(value)
-  if len(pair) != 2 or not all(isinstance(v, int) and v >= 1 for v in pair):
+  """Returns `value` as a list of two positive ints, or raises ValueError.
+
+  NumPy integers count as ints, as in slim.
+  """
+  pair = [value, value] if _is_int(value) else value
+  if (not isinstance(pair, (list, tuple)) or len(pair) != 2 or
+      not all(_is_int(v) and v >= 1 for v in pair)):
     raise ValueError('%s must be a positive int or a pair of them, got %r' %
                      (name, value))
-  return pair
+  return [int(v) for v in pair]
 
 
 def _collections(variables_collections, name):
