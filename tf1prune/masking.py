@@ -16,6 +16,7 @@ them back as one `MaskedWeight` per weight: nothing pairs parallel lists.
 """
 
 import collections
+import contextlib
 import json
 
 import tensorflow.compat.v1 as tf
@@ -58,6 +59,17 @@ def _weight_name(x):
   return x.name if _is_partitioned(x) else x.op.name
 
 
+def _home(x):
+  """The variable that the mask and threshold of `x` live with, or None.
+
+  A variable's own; a partitioned variable's first partition; none for a
+  tensor (the device scope then decides).
+  """
+  if _is_partitioned(x):
+    return next(iter(x))
+  return x if isinstance(x, tf.Variable) else None
+
+
 def _add_once(collection, value):
   if value not in tf.get_collection(collection):
     tf.add_to_collection(collection, value)
@@ -78,6 +90,8 @@ def apply_mask(x, scope=''):
       or a float tensor with a fully defined shape of rank >= 1.
     scope: variable scope for the new `mask` and `threshold` variables; ''
       uses the current one. Under `reuse=True` the existing ones are used.
+      They are colocated with a variable `x` (with the first partition of a
+      partitioned one), so they live on the weight's parameter server.
 
   Returns:
     The masked weight, an op named `<name scope>/weights/masked_weight`.
@@ -94,7 +108,12 @@ def apply_mask(x, scope=''):
   if not shape.is_fully_defined() or shape.ndims == 0 or shape.num_elements() == 0:
     raise ValueError('apply_mask needs a weight of known, non-empty shape with '
                      'rank >= 1; %s has shape %s.' % (name, shape))
-  with _maybe_variable_scope(scope):
+  home = _home(x)
+  # On the weight's device (e.g. its parameter server under
+  # replica_device_setter), whatever the device scope says.
+  placement = (tf.colocate_with(home) if home is not None
+               else contextlib.nullcontext())
+  with _maybe_variable_scope(scope), placement:
     mask = tf.get_variable('mask', shape, dtype, initializer=tf.ones_initializer(),
                            trainable=False)
     threshold = tf.get_variable('threshold', [], tf.float32,
