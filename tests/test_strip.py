@@ -67,6 +67,21 @@ def _control_flow_model():
   return 'y', np.random.RandomState(2).randn(2, 6)
 
 
+def _embedding_model():
+  """Lookups in a masked table, and in a raw one inside a cond branch."""
+  ids = tf.placeholder(tf.int32, [None], name='x')
+  flag = tf.placeholder_with_default(True, [], name='flag')
+  table = tf.get_variable('emb/weights', [10, 4])
+  with tf.variable_scope('emb'):
+    masked = tf1prune.apply_mask(table)
+  raw = tf.get_variable('raw_table', [10, 4])
+  looked_up = tf.nn.embedding_lookup(masked, ids)
+  extra = tf.cond(flag, lambda: tf.gather(raw, ids),
+                  lambda: tf.zeros_like(looked_up))
+  tf.add(looked_up, extra, name='y')
+  return 'y', np.array([1, 3, 5, 3], np.int32)
+
+
 def _unmasked_model():
   x = tf.placeholder(tf.float32, [None, 3], name='x')
   weights = tf.get_variable('fc/weights', [3, 2])
@@ -75,14 +90,15 @@ def _unmasked_model():
 
 
 MODELS = {'conv_fc': _conv_fc_model, 'lstm': _lstm_model,
-          'control_flow': _control_flow_model}
+          'control_flow': _control_flow_model, 'embedding': _embedding_model}
 
 
 def _train(model, checkpoint_dir, sparsity=0.5):
   """Builds `model`, prunes it, saves a checkpoint; returns (out, x, y)."""
   tf.set_random_seed(7)
   output, x = model()
-  x = x.astype(np.float32)
+  if x.dtype.kind == 'f':
+    x = x.astype(np.float32)
   global_step = tf.train.get_or_create_global_step()
   ops = []
   if tf1prune.get_masks():

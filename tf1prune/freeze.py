@@ -424,6 +424,8 @@ class _Converter(object):
     elif node.op == 'VariableShape':
       node.op = 'Shape'
       node.attr['T'].type = dtype
+    elif node.op in ('ResourceGather', 'ResourceGatherNd') and position == 0:
+      self._gather(scope, node, dtype)
     elif node.op in _PASS_THROUGH and 'T' in node.attr:
       was_resource = node.attr['T'].type == _RESOURCE
       node.attr['T'].type = dtype
@@ -440,6 +442,33 @@ class _Converter(object):
           'not as a value; leave it out of what the output nodes depend on'
           % (node.name, node.op,
              ' in function %r' % scope if scope else '', variable))
+
+  def _gather(self, scope, node, dtype):
+    """ResourceGather(Nd) of a variable -> GatherV2 (GatherNd) of its value."""
+    del node.attr['dtype']
+    if 'validate_indices' in node.attr:
+      del node.attr['validate_indices']
+    node.attr['Tparams'].type = dtype
+    if node.op == 'ResourceGatherNd':
+      node.op = 'GatherNd'
+      return
+    node.op = 'GatherV2'
+    batch_dims = node.attr['batch_dims'].i if 'batch_dims' in node.attr else 0
+    axis = const_node(node.name + '/axis', tf.int32.as_datatype_enum)
+    axis.attr['value'].tensor.CopyFrom(
+        tf.make_tensor_proto(batch_dims, dtype=tf.int32))
+    node.attr['Taxis'].type = tf.int32.as_datatype_enum
+    if scope is None:
+      self._graph_def.node.add().CopyFrom(axis)
+      ref = axis.name
+    else:
+      self._functions[scope].node_def.add().CopyFrom(axis)
+      ref = axis.name + ':output:0'
+    data = [i for i in node.input if not i.startswith('^')]
+    control = [i for i in node.input if i.startswith('^')]
+    del node.input[:]
+    node.input.extend(data[:2] + [ref] + control)
+    self._consumers.pop(scope, None)
 
   def _rename_output(self, scope, node_name, old, new):
     """In function `scope`, refers to `node:old:i` as `node:new:i`."""
