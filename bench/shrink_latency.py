@@ -9,8 +9,9 @@ initialisers (biases: conv1 0, others 0.1). Filter pruning at 50% and 75% of
 conv1, conv2, local3 and local4 (`granularity_map`, the logits are not
 pruned); then `strip_pruning_vars_fn` and `shrink_graph_def`. For each
 sparsity, times `session.run` of both frozen graphs in one process (one
-thread each, alternating, median of repeats) at batch 1 and 128, checks that
-the outputs agree, and reports the latency ratio next to the FLOPs ratio.
+thread each, alternating) at batch 1 and 128, checks that the outputs agree,
+and reports the latency ratio (of the medians, and of the minima over the
+repeats) next to the FLOPs ratio.
 
 The machine's load average is recorded: on a busy machine batch-1 latencies
 (a millisecond or less, much of it session overhead) are noisy; batch 128
@@ -23,12 +24,13 @@ to shrink_latency_quick.json).
 
 import argparse
 import os
+import time
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from bench._timing import interleaved_medians, write_results
+from bench._timing import write_results
 
 PRUNED = 'conv1:filter,conv2:filter,local3:filter,local4:filter'
 
@@ -81,6 +83,26 @@ def frozen_pruned_graph(sparsity, lrn=False):
   return tf1prune.strip_pruning_vars_fn(frozen, ['logits'])
 
 
+def _timings(candidates, repeats, inner):
+  """Seconds per call of each callable: {name: (median, min)}.
+
+  Alternates the candidates within each repeat, after one warm-up call each.
+  The minimum is the run least disturbed by other processes.
+  """
+  samples = {name: [] for name in candidates}
+  for fn in candidates.values():
+    fn()
+  names = list(candidates)
+  for r in range(repeats):
+    for name in (names if r % 2 == 0 else names[::-1]):
+      start = time.perf_counter()
+      for _ in range(inner):
+        candidates[name]()
+      samples[name].append((time.perf_counter() - start) / inner)
+  return {name: (float(np.median(v)), float(np.min(v)))
+          for name, v in samples.items()}
+
+
 def _session(graph_def):
   graph = tf.Graph()
   with graph.as_default():
@@ -108,12 +130,13 @@ def measure(sparsity, batches, repeats, inner):
     diff = float(np.abs(results['shrunk'] - results['unshrunk']).max())
     candidates = {name: (lambda s=sess: s.run('logits:0', feed))
                   for name, sess in sessions.items()}
-    medians = interleaved_medians(candidates, repeats=repeats,
-                                  inner=inner if batch == 1 else
-                                  max(1, inner // 10))
+    times = _timings(candidates, repeats,
+                     inner if batch == 1 else max(1, inner // 10))
     out['batches'][str(batch)] = {
-        'median_seconds': medians,
-        'latency_ratio': medians['shrunk'] / medians['unshrunk'],
+        'median_seconds': {k: v[0] for k, v in times.items()},
+        'min_seconds': {k: v[1] for k, v in times.items()},
+        'latency_ratio': times['shrunk'][0] / times['unshrunk'][0],
+        'latency_ratio_of_min': times['shrunk'][1] / times['unshrunk'][1],
         'max_abs_output_difference': diff}
   for sess in sessions.values():
     sess.close()
@@ -130,7 +153,7 @@ def main(argv=None):
   if args.quick:
     batches, repeats, inner = (1, 8), 3, 5
   else:
-    batches, repeats, inner = (1, 128), 21, 50
+    batches, repeats, inner = (1, 128), 31, 50
   runs = []
   for sparsity in (0.5, 0.75):
     result, report = measure(sparsity, batches, repeats, inner)
@@ -139,9 +162,10 @@ def main(argv=None):
     print(report.format_table())
     for batch, numbers in sorted(result['batches'].items(), key=lambda kv:
                                  int(kv[0])):
-      print('batch %4s: latency x%.3f (shrunk %.3f ms, unshrunk %.3f ms), '
-            'FLOPs x%.3f, max |diff| %.2g' % (
+      print('batch %4s: latency x%.3f median, x%.3f min (median shrunk %.3f '
+            'ms, unshrunk %.3f ms), FLOPs x%.3f, max |diff| %.2g' % (
                 batch, numbers['latency_ratio'],
+                numbers['latency_ratio_of_min'],
                 1e3 * numbers['median_seconds']['shrunk'],
                 1e3 * numbers['median_seconds']['unshrunk'],
                 result['flops_ratio'], numbers['max_abs_output_difference']))
