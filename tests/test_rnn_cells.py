@@ -276,6 +276,41 @@ def test_two_cells_in_two_scopes_get_two_masks():
   assert shapes == [[DEPTH + UNITS, 4 * UNITS], [UNITS + 3, 12]]
 
 
+def test_bidirectional_dynamic_rnn_gets_one_mask_per_direction():
+  x = _inputs()
+  fw = tf1prune.MaskedBasicLSTMCell(UNITS)
+  bw = tf1prune.MaskedLSTMCell(UNITS)
+  (out_fw, out_bw), _ = tf.nn.bidirectional_dynamic_rnn(
+      fw, bw, tf.constant(x), dtype=tf.float64)
+  assert [m.op.name for m in tf1prune.get_masks()] == [
+      'bidirectional_rnn/fw/masked_basic_lstm_cell/mask',
+      'bidirectional_rnn/bw/masked_lstm_cell/mask']
+  variables = {v.op.name: v for v in tf.global_variables()}
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    values = {}
+    rs = np.random.RandomState(2)
+    for name, var in variables.items():
+      if not name.endswith('threshold'):
+        values[name] = rs.randn(*var.shape.as_list()) * 0.5
+        if name.endswith('mask'):
+          values[name] = (values[name] > 0).astype(np.float64)
+        sess.run(tf.assign(var, values[name]))
+    got_fw, got_bw = sess.run([out_fw, out_bw])
+
+  def reference(scope, inputs):
+    prefix = 'bidirectional_rnn/%s/' % scope
+    kernel = values[prefix + 'kernel'] * values[prefix + 'mask']
+    return _np_lstm(inputs, kernel, values[prefix + 'bias'])[0]
+
+  fw_scope = 'fw/masked_basic_lstm_cell'
+  bw_scope = 'bw/masked_lstm_cell'
+  np.testing.assert_allclose(got_fw, reference(fw_scope, x), rtol=1e-10,
+                             atol=1e-12)
+  np.testing.assert_allclose(got_bw, reference(bw_scope, x[:, ::-1])[:, ::-1],
+                             rtol=1e-10, atol=1e-12)
+
+
 def test_cell_called_directly_and_then_again():
   cell = tf1prune.MaskedBasicLSTMCell(UNITS, name='my_cell')
   state = cell.zero_state(2, tf.float32)
