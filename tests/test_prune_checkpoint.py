@@ -1,6 +1,7 @@
 """bin/prune_checkpoint: prune a saved checkpoint, resume training from it."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -49,9 +50,10 @@ def _train(logdir, steps):
       return sess.run(effective)
 
 
-@pytest.fixture
-def trained(tmp_path):
-  logdir = str(tmp_path / 'train')
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+  """One training run for the module; tests only read it."""
+  logdir = str(tmp_path_factory.mktemp('train'))
   effective = _train(logdir, 3)
   return logdir, effective
 
@@ -126,7 +128,9 @@ def test_training_resumes_from_the_pruned_checkpoint(trained, tmp_path):
 
 def test_without_meta_graph_masks_are_found_by_name(trained, tmp_path):
   logdir, _ = trained
-  prefix = tf.train.latest_checkpoint(logdir)
+  copy = str(tmp_path / 'copy')
+  shutil.copytree(logdir, copy)
+  prefix = os.path.join(copy, os.path.basename(tf.train.latest_checkpoint(logdir)))
   os.remove(prefix + '.meta')
   out = str(tmp_path / 'pruned')
   report = checkpoint_prune.prune_checkpoint(prefix, out,
