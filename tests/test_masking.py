@@ -201,3 +201,20 @@ def test_records_after_import_with_an_import_scope(tmp_path):
     assert record.threshold.op.name == 'tower/fc/threshold'
     assert record.masked_weight.name == 'tower/fc/weights/masked_weight:0'
     assert record.weight.shape.as_list() == [3, 2]
+
+
+def test_scope_may_be_a_variable_scope_object_as_in_the_contrib_cifar10_example():
+  images = tf.zeros([1, 8, 8, 3])
+  with tf.variable_scope('conv1') as scope:
+    kernel = tf.get_variable('weights', [5, 5, 3, 4])
+    conv = tf.nn.conv2d(images, tf1prune.apply_mask(kernel, scope),
+                        [1, 1, 1, 1], padding='SAME')
+  assert conv.shape.as_list() == [1, 8, 8, 4]
+  assert _names(tf1prune.get_masks()) == ['conv1/mask']
+  assert _names(tf1prune.get_thresholds()) == ['conv1/threshold']
+  assert tf1prune.get_masked_weights()[0].op.name == (
+      'conv1/weights/masked_weight')
+  # A reusing scope object reuses the mask.
+  with tf.variable_scope('conv1', reuse=True) as reusing:
+    tf1prune.apply_mask(kernel, reusing)
+  assert len(tf1prune.get_masks()) == 1
