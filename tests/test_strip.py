@@ -365,6 +365,51 @@ def test_bad_input_raises_and_writes_nothing(tmp_path):
   assert _hashes(str(ckpt)) == before  # the checkpoint is only read
 
 
+@pytest.fixture
+def v1_control_flow():
+  """TF1's while loops (Enter/Exit nodes) for one test, also on TF 2.x."""
+  was_v2 = tf.control_flow_v2_enabled()
+  tf.disable_control_flow_v2()
+  yield
+  if was_v2:
+    tf.enable_control_flow_v2()
+
+
+def test_masked_weight_multiplied_inside_a_v1_while_loop(tmp_path,
+                                                        v1_control_flow):
+  x = tf.placeholder(tf.float32, [None, 3], name='x')
+  weights = tf.get_variable('fc/weights', [3, 3])
+  with tf.variable_scope('fc'):
+    tf1prune.apply_mask(weights)  # creates fc/mask
+  mask = tf1prune.get_masks()[0]
+
+  def body(i, h):
+    with tf.name_scope('fc'):
+      masked = tf.multiply(mask, weights, name='weights/masked_weight')
+    return i + 1, tf.tanh(tf.matmul(h, masked))
+
+  _, y = tf.while_loop(lambda i, h: i < 2, body, [0, x])
+  tf.identity(y, name='y')
+  tf.train.get_or_create_global_step()
+  update = tf1prune.Pruning(sparsity=tf.constant(0.5)).mask_update_op()
+  x_value = np.random.RandomState(5).randn(2, 3).astype(np.float32)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(update)
+    want = sess.run('y:0', {x: x_value})
+    tf.train.Saver().save(sess, str(tmp_path / 'model.ckpt'))
+  path = str(tmp_path / 'out.pb')
+  report = tf1prune.strip_checkpoint(str(tmp_path), ['y'], path)
+  graph_def = _read_pb(path)
+  _assert_no_pruning_left(graph_def)
+  inner = [n for n in graph_def.node
+           if n.name == 'while/fc/weights/masked_weight']
+  assert [n.op for n in inner] == ['Enter']  # fed by a constant outside
+  assert [(l.name, l.size, l.nonzeros) for l in report.layers] == [
+      ('fc', 9, 5)]
+  np.testing.assert_array_equal(_run_pb(graph_def, 'y', x_value), want)
+
+
 def test_strip_pruning_vars_fn_needs_a_frozen_graph():
   x = tf.placeholder(tf.float32, [None, 3], name='x')
   weights = tf.get_variable('fc/weights', [3, 2])

@@ -356,6 +356,19 @@ def _variable_source(reader, key, spec, node):
 # ------------------------------------------------ resource -> value rewrite
 
 
+_Var = collections.namedtuple('_Var', ['name', 'dtype', 'shape'])
+
+
+def _set_shapes(attrs, key, index, shape):
+  """Sets entry `index` (None: every entry) of list-of-shapes attr `key`."""
+  if key not in attrs:
+    return
+  shapes = attrs[key].list.shape
+  for i in range(len(shapes)) if index is None else [index]:
+    if i < len(shapes):
+      shapes[i].CopyFrom(shape)
+
+
 class _Converter(object):
   """Turns uses of frozen variables into uses of values, functions included.
 
@@ -404,15 +417,16 @@ class _Converter(object):
       return '%s:output:%d' % (node.name, index)
     return '%s:%s:0' % (node.name, output_name)
 
-  def convert(self, scope, ref, dtype, variable):
-    """Rewrites every consumer of resource/ref tensor `ref` in `scope`."""
+  def convert(self, scope, ref, var):
+    """Rewrites every consumer of `ref`, a handle or ref of variable `var`."""
     if ref in self._done[scope]:
       return
     self._done[scope].add(ref)
     for node, position in list(self._consumers_of(scope).get(ref, ())):
-      self._convert_node(scope, node, position, dtype, variable)
+      self._convert_node(scope, node, position, var)
 
-  def _convert_node(self, scope, node, position, dtype, variable):
+  def _convert_node(self, scope, node, position, var):
+    dtype = var.dtype
     if node.op in _REF_OPS:
       node.op = _REF_OPS[node.op]
     if node.op == 'ReadVariableOp':
@@ -429,19 +443,20 @@ class _Converter(object):
     elif node.op in _PASS_THROUGH and 'T' in node.attr:
       was_resource = node.attr['T'].type == _RESOURCE
       node.attr['T'].type = dtype
+      if was_resource:  # its shapes were the handle's (scalar).
+        _set_shapes(node.attr, '_output_shapes', None, var.shape)
       if was_resource or node.op not in ('Identity', 'Snapshot'):
         for port, name in enumerate(_PASS_THROUGH[node.op]):
-          self.convert(scope, self._ref(scope, node, name, port), dtype,
-                       variable)
+          self.convert(scope, self._ref(scope, node, name, port), var)
     elif node.op in _CALLS or node.op in self._functions:
-      self._convert_call(scope, node, position, dtype, variable)
+      self._convert_call(scope, node, position, var)
     elif _WRITES.match(node.op) or _RESOURCE in [
         v.type for v in node.attr.values() if v.HasField('type')]:
       raise ValueError(
           'cannot freeze: node %r (op %s)%s uses variable %r as a variable, '
           'not as a value; leave it out of what the output nodes depend on'
           % (node.name, node.op,
-             ' in function %r' % scope if scope else '', variable))
+             ' in function %r' % scope if scope else '', var.name))
 
   def _gather(self, scope, node, dtype):
     """ResourceGather(Nd) of a variable -> GatherV2 (GatherNd) of its value."""
@@ -499,7 +514,7 @@ class _Converter(object):
     self._uses[copy_name] = 1
     return copy_name
 
-  def _convert_call(self, scope, node, position, dtype, variable):
+  def _convert_call(self, scope, node, position, var):
     if node.op in _CALLS:
       types, first, func_attrs, out_types = _CALLS[node.op]
     else:
@@ -507,9 +522,9 @@ class _Converter(object):
     arg = position - first
     if arg < 0:
       raise ValueError('cannot freeze: node %r (op %s) takes variable %r as '
-                       'its condition' % (node.name, node.op, variable))
+                       'its condition' % (node.name, node.op, var.name))
     if types:
-      node.attr[types].list.type[arg] = dtype
+      node.attr[types].list.type[arg] = var.dtype
     if '_read_only_resource_inputs' in node.attr:
       ints = [i for i in node.attr['_read_only_resource_inputs'].list.i
               if i != position]
@@ -518,27 +533,29 @@ class _Converter(object):
     outputs = set()
     if node.op in self._functions:
       node.op = self._own(node.op)
-      outputs |= self._convert_arg(node.op, arg, dtype, variable)
+      outputs |= self._convert_arg(node.op, arg, var)
     for attr in func_attrs:
       value = node.attr[attr]
       funcs = [value.func] if value.HasField('func') else list(value.list.func)
       for func in funcs:
         func.name = self._own(func.name)
-        outputs |= self._convert_arg(func.name, arg, dtype, variable)
+        outputs |= self._convert_arg(func.name, arg, var)
     if out_types is None and node.op in _CALLS:
       outputs = {arg}  # While: output i is loop variable i.
     for index in sorted(outputs):
       if out_types and out_types in node.attr:
-        node.attr[out_types].list.type[index] = dtype
+        node.attr[out_types].list.type[index] = var.dtype
+      for shapes in ('output_shapes', '_output_shapes'):
+        _set_shapes(node.attr, shapes, index, var.shape)
       self.convert(scope, self._ref(scope, node, self._output_name(node, index),
-                                    index), dtype, variable)
+                                    index), var)
 
   def _output_name(self, node, index):
     if node.op in self._functions:
       return self._functions[node.op].signature.output_arg[index].name
     return 'output'
 
-  def _convert_arg(self, name, arg, dtype, variable):
+  def _convert_arg(self, name, arg, var):
     """Makes argument `arg` of function `name` a value; returns outputs made."""
     function = self._functions[name]
     if arg >= len(function.signature.input_arg):
@@ -547,19 +564,21 @@ class _Converter(object):
     arg_def = function.signature.input_arg[arg]
     if arg_def.type != _RESOURCE:
       return set()
-    arg_def.type = dtype
+    arg_def.type = var.dtype
     if arg in function.arg_attr:
+      attrs = function.arg_attr[arg].attr
       for key in ('_handle_dtypes', '_handle_shapes'):
-        if key in function.arg_attr[arg].attr:
-          del function.arg_attr[arg].attr[key]
+        if key in attrs:
+          del attrs[key]
+      _set_shapes(attrs, '_output_shapes', None, var.shape)
     if ('resource_arg_unique_id' in function.DESCRIPTOR.fields_by_name and
         arg in function.resource_arg_unique_id):
       del function.resource_arg_unique_id[arg]
-    self.convert(name, arg_def.name, dtype, variable)
+    self.convert(name, arg_def.name, var)
     outputs = set()
     for index, out in enumerate(function.signature.output_arg):
       if out.type == _RESOURCE and function.ret[out.name] in self._done[name]:
-        out.type = dtype
+        out.type = var.dtype
         outputs.add(index)
     return outputs
 
@@ -596,11 +615,13 @@ def freeze(meta_graph, reader, outputs):
     const = const_node(node.name, dtype)
     if '_class' in node.attr:
       const.attr['_class'].CopyFrom(node.attr['_class'])
+    shape = type(node.attr['shape'].shape)()
+    shape.CopyFrom(node.attr['shape'].shape)
+    variables.append(_Var(node.name, dtype, shape))
     node.CopyFrom(const)
-    variables.append((node.name, dtype))
   converter = _Converter(graph_def)
-  for name, dtype in variables:
-    converter.convert(None, name + ':0', dtype, name)
+  for var in variables:
+    converter.convert(None, var.name + ':0', var)
   for function in graph_def.library.function:
     for node in function.node_def:
       node.device = ''
