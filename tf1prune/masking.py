@@ -67,7 +67,17 @@ def _home(x):
   """
   if _is_partitioned(x):
     return next(iter(x))
-  return x if isinstance(x, tf.Variable) else None
+  # Duck-typed: TF 2.x resource variables are no tf.compat.v1.Variable.
+  if isinstance(x, tf.Tensor) or not hasattr(x, 'initializer'):
+    return None
+  return x
+
+
+@contextlib.contextmanager
+def _on_device(device):
+  """Places new ops on exactly `device`: outer device functions are ignored."""
+  with tf.device(None), tf.device(device):
+    yield
 
 
 def _add_once(collection, value):
@@ -90,8 +100,9 @@ def apply_mask(x, scope=''):
       or a float tensor with a fully defined shape of rank >= 1.
     scope: variable scope for the new `mask` and `threshold` variables; ''
       uses the current one. Under `reuse=True` the existing ones are used.
-      They are colocated with a variable `x` (with the first partition of a
-      partitioned one), so they live on the weight's parameter server.
+      They are placed on the device of a variable `x` (of the first
+      partition of a partitioned one), so they live on the weight's
+      parameter server.
 
   Returns:
     The masked weight, an op named `<name scope>/weights/masked_weight`.
@@ -110,8 +121,9 @@ def apply_mask(x, scope=''):
                      'rank >= 1; %s has shape %s.' % (name, shape))
   home = _home(x)
   # On the weight's device (e.g. its parameter server under
-  # replica_device_setter), whatever the device scope says.
-  placement = (tf.colocate_with(home) if home is not None
+  # replica_device_setter), whatever the device scope says. (tf.colocate_with
+  # would not do: TF 2.x variables ignore it.)
+  placement = (_on_device(home.device) if home is not None and home.device
                else contextlib.nullcontext())
   with _maybe_variable_scope(scope), placement:
     mask = tf.get_variable('mask', shape, dtype, initializer=tf.ones_initializer(),
