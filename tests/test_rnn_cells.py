@@ -336,6 +336,33 @@ def test_pruning_prunes_the_lstm_kernel():
   assert kept == (DEPTH + 4) * 4 * UNITS // 4
 
 
+@pytest.mark.parametrize('activation', ['relu', tf.nn.relu])
+def test_activation_by_name_or_callable(activation):
+  x = _inputs()
+  cell = tf1prune.MaskedBasicLSTMCell(UNITS, activation=activation)
+  outputs, _ = _run_rnn(cell, x, 'dynamic')
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    values = _randomize_and_mask(sess)
+    got = sess.run(outputs)
+  kernel, bias = values['masked_kernel'], values['bias']
+  c, h = np.zeros([BATCH, UNITS]), np.zeros([BATCH, UNITS])
+  relu = lambda v: np.maximum(v, 0.0)
+  for t in range(TIME):
+    i, j, f, o = np.split(np.concatenate([x[:, t], h], 1).dot(kernel) + bias,
+                          4, axis=1)
+    c = c * _sigmoid(f + 1.0) + _sigmoid(i) * relu(j)
+    h = relu(c) * _sigmoid(o)
+    np.testing.assert_allclose(got[:, t], h, rtol=1e-10, atol=1e-12)
+
+
+def test_unknown_activation_name_error():
+  with pytest.raises(ValueError, match="activation must be None, a callable "
+                     "or the name of a tf.nn / tf.math function such as "
+                     "'tanh', got 'tanhh'"):
+    tf1prune.MaskedLSTMCell(UNITS, activation='tanhh')
+
+
 def test_num_units_error():
   with pytest.raises(ValueError, match='num_units must be a positive int, got 0'):
     tf1prune.MaskedBasicLSTMCell(0)

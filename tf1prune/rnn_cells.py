@@ -33,6 +33,25 @@ class LSTMStateTuple(collections.namedtuple('LSTMStateTuple', ('c', 'h'))):
     return self.c.dtype
 
 
+def _activation_fn(activation):
+  """Returns the callable for `activation`: None (tanh), a callable or a name.
+
+  Names, as TF1's cells accept them ('tanh', 'relu', ...), are looked up in
+  `tf.nn` and `tf.math`.
+  """
+  if activation is None:
+    return tf.tanh
+  if callable(activation):
+    return activation
+  if isinstance(activation, str):
+    fn = getattr(tf.nn, activation, None) or getattr(tf.math, activation, None)
+    if callable(fn):
+      return fn
+  raise ValueError('activation must be None, a callable or the name of a '
+                   'tf.nn / tf.math function such as \'tanh\', got %r' %
+                   (activation,))
+
+
 class _MaskedLSTM(object):
   """Shared protocol: state layout, zero state, once-per-graph variables."""
 
@@ -45,7 +64,7 @@ class _MaskedLSTM(object):
     self._num_units = num_units
     self._forget_bias = forget_bias
     self._state_is_tuple = state_is_tuple
-    self._activation = activation or tf.tanh
+    self._activation = _activation_fn(activation)
     self._reuse = reuse
     self._name = name or self._default_name
     self._dtype = dtype
@@ -120,7 +139,8 @@ class MaskedBasicLSTMCell(_MaskedLSTM):
     forget_bias: float added to the forget gate's pre-activation.
     state_is_tuple: True for an `LSTMStateTuple(c, h)` state, False for the
       concatenation `[c, h]`.
-    activation: the inner activation, default `tf.tanh`.
+    activation: the inner activation: a callable, or a name such as 'relu'
+      (looked up in tf.nn and tf.math); default `tf.tanh`.
     reuse: reuse the variables of an existing cell of the same scope.
     name: the variable scope, default 'masked_basic_lstm_cell'.
     dtype: the variables' dtype, default the input's.
