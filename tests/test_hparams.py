@@ -198,3 +198,16 @@ def test_pruning_validates_while_the_graph_is_built():
   with pytest.raises(ValueError,
                      match=re.escape('target_sparsity must be in [0, 1), got 1.0')):
     tf1prune.Pruning(_hp('target_sparsity=1.0'))
+
+
+def test_tf1_hparams_helpers_used_by_scripts():
+  hp = tf1prune.get_pruning_hparams()
+  assert 'target_sparsity' in hp and 'nope' not in hp
+  assert hp.get('nbins') == 256 and hp.get('nope', 7) == 7
+  assert hp.override_from_dict({'nbins': 16, 'name': 'p'}) is hp
+  assert (hp.nbins, hp.name) == (16, 'p')
+  with pytest.raises(ValueError, match='unknown hparam nope'):
+    hp.override_from_dict({'nope': 1})
+  import json
+  assert json.loads(hp.to_json()) == hp.values()
+  assert hp.to_json(sort_keys=True).startswith('{"begin_pruning_step": 0, ')

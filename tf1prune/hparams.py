@@ -13,6 +13,7 @@ default). `validate_hparams` checks ranges; `Pruning` calls it while the graph i
 built.
 """
 
+import json
 import math
 import numbers
 import re
@@ -139,6 +140,26 @@ class HParams(object):
         value = _convert(name, match.group('value'), default)
       setattr(self, name, value)
     return self
+
+  # The rest of TF1 HParams' interface that scripts use.
+
+  def override_from_dict(self, values_dict):
+    """Sets each existing hparam of `values_dict`; returns self."""
+    for name, value in values_dict.items():
+      self.set_hparam(name, value)
+    return self
+
+  def get(self, key, default=None):
+    """Returns the value of hparam `key`, or `default` if there is none."""
+    return getattr(self, key) if key in self._names else default
+
+  def to_json(self, indent=None, separators=None, sort_keys=False):
+    """Returns the values as a JSON object string."""
+    return json.dumps(self.values(), indent=indent, separators=separators,
+                      sort_keys=sort_keys)
+
+  def __contains__(self, key):
+    return key in self._names
 
   def __repr__(self):
     return 'HParams(%s)' % ', '.join(
