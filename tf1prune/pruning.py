@@ -10,7 +10,8 @@
     ...   update = p.conditional_mask_update_op()    # run beside train_op
     ...   with tf.Session() as sess:
     ...     sess.run(tf.global_variables_initializer())
-    ...     _ = sess.run([tf.assign(step, 100), p.mask_update_op()])
+    ...     _ = sess.run(tf.assign(step, 100))   # first: one run has no order
+    ...     sess.run(p.mask_update_op())
     ...     int(sess.run(tf.reduce_sum(tf1prune.get_masks()[0])))
     10
 
