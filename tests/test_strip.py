@@ -410,6 +410,26 @@ def test_masked_weight_multiplied_inside_a_v1_while_loop(tmp_path,
   np.testing.assert_array_equal(_run_pb(graph_def, 'y', x_value), want)
 
 
+def test_checkpoint_without_meta_graph_or_variable_is_refused(tmp_path):
+  x = tf.placeholder(tf.float32, [None, 3], name='x')
+  weights = tf.get_variable('fc/weights', [3, 2])
+  with tf.variable_scope('fc'):
+    masked = tf1prune.apply_mask(weights)
+  tf.matmul(x, masked, name='y')
+  partial = tmp_path / 'partial'
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    tf.train.Saver([weights]).save(sess, str(partial / 'model.ckpt'))
+    prefix = tf.train.Saver().save(sess, str(tmp_path / 'model.ckpt'))
+  os.remove(prefix + '.meta')
+  with pytest.raises(ValueError, match='has no meta graph'):
+    tf1prune.strip_checkpoint(str(tmp_path), ['y'], str(tmp_path / 'o.pb'))
+  with pytest.raises(ValueError, match="variable 'fc/mask' .* is not in the "
+                     'checkpoint'):
+    tf1prune.strip_checkpoint(str(partial), ['y'], str(tmp_path / 'o.pb'))
+  assert not os.path.exists(str(tmp_path / 'o.pb'))
+
+
 def test_strip_pruning_vars_fn_needs_a_frozen_graph():
   x = tf.placeholder(tf.float32, [None, 3], name='x')
   weights = tf.get_variable('fc/weights', [3, 2])
