@@ -17,69 +17,24 @@ has a thunk that reads it (from the checkpoint, or from another GraphDef) when
 it is written. Freezing works on the structure only, so it costs no weight
 memory; `materialize` fills everything in, `strip._write` one node at a time.
 
-What is rewritten, for the nodes the outputs need: `VariableV2`/`VarHandleOp`
-become `Const`; `ReadVariableOp` becomes `Identity`; `Ref*` ops lose the ref;
-resource handles passed through `Identity`/`Enter`/`Switch`/... or into
-functional control flow (`While`, `If`, `Case`, `PartitionedCall` and direct
-function calls, as TF 2.x builds them) become values, the functions'
-signatures included. Which checkpoint entry holds a variable is read from the
-meta graph's saver (custom `var_list` names and partitioned slices work).
+For the nodes the outputs need, `VariableV2`/`VarHandleOp` become `Const`
+and `resources.values_for_variables` rewrites what read them (functional
+control flow included). Which checkpoint entry holds a variable is read from
+the meta graph's saver (custom `var_list` names and partitioned slices work).
 A node that writes a variable cannot be frozen: that raises `ValueError`.
 """
 
-import collections
 import re
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune import graph_io
+from tf1prune import graph_io, resources
 
-__all__ = ['LazyGraph', 'check_outputs', 'const_node', 'freeze',
-           'lazy_from_graph_def', 'materialize', 'prune', 'split_input',
-           'tensor_proto']
+__all__ = ['LazyGraph', 'check_outputs', 'freeze', 'lazy_from_graph_def',
+           'materialize', 'nodes_by_name', 'prune', 'tensor_proto']
 
 _VARIABLE_OPS = ('VariableV2', 'Variable', 'VarHandleOp')
-_REF_OPS = {'RefIdentity': 'Identity', 'RefEnter': 'Enter',
-            'RefSwitch': 'Switch', 'RefMerge': 'Merge', 'RefExit': 'Exit',
-            'RefNextIteration': 'NextIteration', 'RefSelect': 'Select'}
-# Ops passing their input through unchanged (type attr T): output names.
-_PASS_THROUGH = {'Identity': ('output',), 'Snapshot': ('output',),
-                 'Enter': ('output',), 'Exit': ('output',),
-                 'NextIteration': ('output',), 'Merge': ('output',),
-                 'Switch': ('output_false', 'output_true')}
-# Functional ops: (input type-list attr, first function input, function
-# attrs, output type-list attr or None when outputs are the loop variables).
-_CALLS = {
-    'While': ('T', 0, ('cond', 'body'), None),
-    'StatelessWhile': ('T', 0, ('cond', 'body'), None),
-    'If': ('Tin', 1, ('then_branch', 'else_branch'), 'Tout'),
-    'StatelessIf': ('Tin', 1, ('then_branch', 'else_branch'), 'Tout'),
-    'Case': ('Tin', 1, ('branches',), 'Tout'),
-    'StatelessCase': ('Tin', 1, ('branches',), 'Tout'),
-    'PartitionedCall': ('Tin', 0, ('f',), 'Tout'),
-    'StatefulPartitionedCall': ('Tin', 0, ('f',), 'Tout'),
-}
-_WRITES = re.compile(r'^(Resource)?(Assign|Scatter|Apply|SparseApply|Count|'
-                     r'IsVariableInitialized|VarIsInitialized|Destroy)')
-_RESOURCE = tf.resource.as_datatype_enum
-
-
-def split_input(name):
-  """'^a' -> ('a', -1); 'a:2' -> ('a', 2); 'a' -> ('a', 0)."""
-  if name.startswith('^'):
-    return name[1:], -1
-  node, sep, port = name.rpartition(':')
-  if sep and port.isdigit():
-    return node, int(port)
-  return name, 0
-
-
-def const_node(name, dtype_enum):
-  """A `Const` NodeDef without its value."""
-  node = tf.NodeDef(name=name, op='Const')
-  node.attr['dtype'].type = dtype_enum
-  return node
 
 
 def tensor_proto(value, dtype_enum):
@@ -154,16 +109,9 @@ def _reachable(graph_def, outputs):
       raise ValueError('the graph is broken: node %r is an input but does not '
                        'exist' % name)
     seen.add(name)
-    stack.extend(split_input(i)[0] for i in nodes[name].input)
+    stack.extend(graph_io.split_input(i)[0] for i in nodes[name].input)
   return seen
 
-
-def _attr_functions(attr_map):
-  for value in attr_map.values():
-    if value.HasField('func'):
-      yield value.func.name
-    for func in value.list.func:
-      yield func.name
 
 
 _LOC = re.compile(r'^loc:@(.*)$')
@@ -199,7 +147,7 @@ def prune(lazy, outputs):
   used = set()
   stack = []
   for node in kept:
-    stack.extend(_attr_functions(node.attr))
+    stack.extend(graph_io.attr_functions(node.attr))
     stack.append(node.op)
   while stack:
     name = stack.pop()
@@ -207,7 +155,7 @@ def prune(lazy, outputs):
       continue
     used.add(name)
     for node in functions[name].node_def:
-      stack.extend(_attr_functions(node.attr))
+      stack.extend(graph_io.attr_functions(node.attr))
       stack.append(node.op)
   pruned = tf.GraphDef()
   pruned.versions.CopyFrom(graph_def.versions)
@@ -294,9 +242,9 @@ def _checkpoint_keys(meta_graph):
   nodes = nodes_by_name(graph_def)
 
   def producer(name):
-    node, port = split_input(name)
+    node, port = graph_io.split_input(name)
     while node in nodes and nodes[node].op == 'Identity':
-      node, port = split_input(nodes[node].input[0])
+      node, port = graph_io.split_input(nodes[node].input[0])
     return nodes.get(node), port
 
   def strings(name):
@@ -353,236 +301,6 @@ def _variable_source(reader, key, spec, node):
   return read
 
 
-# ------------------------------------------------ resource -> value rewrite
-
-
-_Var = collections.namedtuple('_Var', ['name', 'dtype', 'shape'])
-
-
-def _set_shapes(attrs, key, index, shape):
-  """Sets entry `index` (None: every entry) of list-of-shapes attr `key`."""
-  if key not in attrs:
-    return
-  shapes = attrs[key].list.shape
-  for i in range(len(shapes)) if index is None else [index]:
-    if i < len(shapes):
-      shapes[i].CopyFrom(shape)
-
-
-class _Converter(object):
-  """Turns uses of frozen variables into uses of values, functions included.
-
-  A scope is None (the graph) or a function name; a tensor reference is
-  'node:port' in the graph and 'arg' or 'node:output_arg:index' in a function.
-  """
-
-  def __init__(self, graph_def):
-    self._graph_def = graph_def
-    self._functions = {f.signature.name: f for f in graph_def.library.function}
-    self._consumers = {}
-    self._done = collections.defaultdict(set)
-    self._uses = collections.Counter()
-    bodies = [graph_def.node] + [f.node_def for f in graph_def.library.function]
-    for nodes in bodies:
-      for node in nodes:
-        self._uses.update(_attr_functions(node.attr))
-        if node.op in self._functions:
-          self._uses[node.op] += 1
-
-  def _nodes(self, scope):
-    if scope is None:
-      return self._graph_def.node
-    return self._functions[scope].node_def
-
-  def _consumers_of(self, scope):
-    """{tensor ref: [(node, data input position)]} of a scope (cached)."""
-    if scope not in self._consumers:
-      table = collections.defaultdict(list)
-      for node in self._nodes(scope):
-        position = 0
-        for ref in node.input:
-          if ref.startswith('^'):
-            continue
-          if scope is None:
-            ref = '%s:%d' % split_input(ref)
-          table[ref].append((node, position))
-          position += 1
-      self._consumers[scope] = table
-    return self._consumers[scope]
-
-  def _ref(self, scope, node, output_name, index):
-    if scope is None:
-      return '%s:%d' % (node.name, index)
-    if node.op in _CALLS and output_name == 'output':
-      return '%s:output:%d' % (node.name, index)
-    return '%s:%s:0' % (node.name, output_name)
-
-  def convert(self, scope, ref, var):
-    """Rewrites every consumer of `ref`, a handle or ref of variable `var`."""
-    if ref in self._done[scope]:
-      return
-    self._done[scope].add(ref)
-    for node, position in list(self._consumers_of(scope).get(ref, ())):
-      self._convert_node(scope, node, position, var)
-
-  def _convert_node(self, scope, node, position, var):
-    dtype = var.dtype
-    if node.op in _REF_OPS:
-      node.op = _REF_OPS[node.op]
-    if node.op == 'ReadVariableOp':
-      node.op = 'Identity'
-      del node.attr['dtype']
-      node.attr['T'].type = dtype
-      if scope is not None:
-        self._rename_output(scope, node.name, 'value', 'output')
-    elif node.op == 'VariableShape':
-      node.op = 'Shape'
-      node.attr['T'].type = dtype
-    elif node.op in ('ResourceGather', 'ResourceGatherNd') and position == 0:
-      self._gather(scope, node, dtype)
-    elif node.op in _PASS_THROUGH and 'T' in node.attr:
-      was_resource = node.attr['T'].type == _RESOURCE
-      node.attr['T'].type = dtype
-      if was_resource:  # its shapes were the handle's (scalar).
-        _set_shapes(node.attr, '_output_shapes', None, var.shape)
-      if was_resource or node.op not in ('Identity', 'Snapshot'):
-        for port, name in enumerate(_PASS_THROUGH[node.op]):
-          self.convert(scope, self._ref(scope, node, name, port), var)
-    elif node.op in _CALLS or node.op in self._functions:
-      self._convert_call(scope, node, position, var)
-    elif _WRITES.match(node.op) or _RESOURCE in [
-        v.type for v in node.attr.values() if v.HasField('type')]:
-      raise ValueError(
-          'cannot freeze: node %r (op %s)%s uses variable %r as a variable, '
-          'not as a value; leave it out of what the output nodes depend on'
-          % (node.name, node.op,
-             ' in function %r' % scope if scope else '', var.name))
-
-  def _gather(self, scope, node, dtype):
-    """ResourceGather(Nd) of a variable -> GatherV2 (GatherNd) of its value."""
-    del node.attr['dtype']
-    if 'validate_indices' in node.attr:
-      del node.attr['validate_indices']
-    node.attr['Tparams'].type = dtype
-    if node.op == 'ResourceGatherNd':
-      node.op = 'GatherNd'
-      return
-    node.op = 'GatherV2'
-    batch_dims = node.attr['batch_dims'].i if 'batch_dims' in node.attr else 0
-    axis = const_node(node.name + '/axis', tf.int32.as_datatype_enum)
-    axis.attr['value'].tensor.CopyFrom(
-        tf.make_tensor_proto(batch_dims, dtype=tf.int32))
-    node.attr['Taxis'].type = tf.int32.as_datatype_enum
-    if scope is None:
-      self._graph_def.node.add().CopyFrom(axis)
-      ref = axis.name
-    else:
-      self._functions[scope].node_def.add().CopyFrom(axis)
-      ref = axis.name + ':output:0'
-    data = [i for i in node.input if not i.startswith('^')]
-    control = [i for i in node.input if i.startswith('^')]
-    del node.input[:]
-    node.input.extend(data[:2] + [ref] + control)
-    self._consumers.pop(scope, None)
-
-  def _rename_output(self, scope, node_name, old, new):
-    """In function `scope`, refers to `node:old:i` as `node:new:i`."""
-    prefix, replacement = '%s:%s:' % (node_name, old), '%s:%s:' % (node_name,
-                                                                     new)
-    function = self._functions[scope]
-    for node in function.node_def:
-      for i, ref in enumerate(node.input):
-        if ref.startswith(prefix):
-          node.input[i] = replacement + ref[len(prefix):]
-    for key, ref in list(function.ret.items()):
-      if ref.startswith(prefix):
-        function.ret[key] = replacement + ref[len(prefix):]
-    self._consumers.pop(scope, None)
-
-  def _own(self, name):
-    """Returns `name`, or a private copy of it when others call it too."""
-    if self._uses[name] <= 1:
-      return name
-    self._uses[name] -= 1
-    copy_name = name + '_frozen'
-    while copy_name in self._functions:
-      copy_name += '_'
-    copy = self._graph_def.library.function.add()
-    copy.CopyFrom(self._functions[name])
-    copy.signature.name = copy_name
-    self._functions[copy_name] = copy
-    self._uses[copy_name] = 1
-    return copy_name
-
-  def _convert_call(self, scope, node, position, var):
-    if node.op in _CALLS:
-      types, first, func_attrs, out_types = _CALLS[node.op]
-    else:
-      types, first, func_attrs, out_types = None, 0, (), None
-    arg = position - first
-    if arg < 0:
-      raise ValueError('cannot freeze: node %r (op %s) takes variable %r as '
-                       'its condition' % (node.name, node.op, var.name))
-    if types:
-      node.attr[types].list.type[arg] = var.dtype
-    if '_read_only_resource_inputs' in node.attr:
-      ints = [i for i in node.attr['_read_only_resource_inputs'].list.i
-              if i != position]
-      del node.attr['_read_only_resource_inputs'].list.i[:]
-      node.attr['_read_only_resource_inputs'].list.i.extend(ints)
-    outputs = set()
-    if node.op in self._functions:
-      node.op = self._own(node.op)
-      outputs |= self._convert_arg(node.op, arg, var)
-    for attr in func_attrs:
-      value = node.attr[attr]
-      funcs = [value.func] if value.HasField('func') else list(value.list.func)
-      for func in funcs:
-        func.name = self._own(func.name)
-        outputs |= self._convert_arg(func.name, arg, var)
-    if out_types is None and node.op in _CALLS:
-      outputs = {arg}  # While: output i is loop variable i.
-    for index in sorted(outputs):
-      if out_types and out_types in node.attr:
-        node.attr[out_types].list.type[index] = var.dtype
-      for shapes in ('output_shapes', '_output_shapes'):
-        _set_shapes(node.attr, shapes, index, var.shape)
-      self.convert(scope, self._ref(scope, node, self._output_name(node, index),
-                                    index), var)
-
-  def _output_name(self, node, index):
-    if node.op in self._functions:
-      return self._functions[node.op].signature.output_arg[index].name
-    return 'output'
-
-  def _convert_arg(self, name, arg, var):
-    """Makes argument `arg` of function `name` a value; returns outputs made."""
-    function = self._functions[name]
-    if arg >= len(function.signature.input_arg):
-      raise ValueError('cannot freeze: function %r has no argument %d'
-                       % (name, arg))
-    arg_def = function.signature.input_arg[arg]
-    if arg_def.type != _RESOURCE:
-      return set()
-    arg_def.type = var.dtype
-    if arg in function.arg_attr:
-      attrs = function.arg_attr[arg].attr
-      for key in ('_handle_dtypes', '_handle_shapes'):
-        if key in attrs:
-          del attrs[key]
-      _set_shapes(attrs, '_output_shapes', None, var.shape)
-    if ('resource_arg_unique_id' in function.DESCRIPTOR.fields_by_name and
-        arg in function.resource_arg_unique_id):
-      del function.resource_arg_unique_id[arg]
-    self.convert(name, arg_def.name, var)
-    outputs = set()
-    for index, out in enumerate(function.signature.output_arg):
-      if out.type == _RESOURCE and function.ret[out.name] in self._done[name]:
-        out.type = var.dtype
-        outputs.add(index)
-    return outputs
-
-
 def freeze(meta_graph, reader, outputs):
   """Returns a LazyGraph of what `outputs` need, variables as constants.
 
@@ -612,16 +330,14 @@ def freeze(meta_graph, reader, outputs):
     key, spec = keys.get(node.name, (node.name, ''))
     lazy.values[node.name] = _variable_source(reader, key, spec, node)
     dtype = tf.as_dtype(node.attr['dtype'].type).base_dtype.as_datatype_enum
-    const = const_node(node.name, dtype)
+    const = graph_io.const_node(node.name, dtype)
     if '_class' in node.attr:
       const.attr['_class'].CopyFrom(node.attr['_class'])
     shape = type(node.attr['shape'].shape)()
     shape.CopyFrom(node.attr['shape'].shape)
-    variables.append(_Var(node.name, dtype, shape))
+    variables.append(resources.Variable(node.name, dtype, shape))
     node.CopyFrom(const)
-  converter = _Converter(graph_def)
-  for var in variables:
-    converter.convert(None, var.name + ':0', var)
+  resources.values_for_variables(graph_def, variables)
   for function in graph_def.library.function:
     for node in function.node_def:
       node.device = ''

@@ -30,13 +30,39 @@ import tempfile
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-__all__ = ['ByteCounter', 'checkpoint_prefix', 'const_node_chunks',
-           'graph_op_types', 'op_defs',
+__all__ = ['ByteCounter', 'attr_functions', 'checkpoint_prefix', 'const_node',
+           'const_node_chunks', 'graph_op_types', 'op_defs', 'split_input',
            'read_meta_graph', 'serialized_node', 'strip_default_attrs',
            'write_atomically']
 
 # gzip's default level, as the `gzip` command uses it.
 GZIP_LEVEL = 6
+
+
+def split_input(name):
+  """'^a' -> ('a', -1); 'a:2' -> ('a', 2); 'a' -> ('a', 0)."""
+  if name.startswith('^'):
+    return name[1:], -1
+  node, sep, port = name.rpartition(':')
+  if sep and port.isdigit():
+    return node, int(port)
+  return name, 0
+
+
+def const_node(name, dtype_enum):
+  """A `Const` NodeDef without its value."""
+  node = tf.NodeDef(name=name, op='Const')
+  node.attr['dtype'].type = dtype_enum
+  return node
+
+
+def attr_functions(attr_map):
+  """Yields the names of the functions an attribute map refers to."""
+  for value in attr_map.values():
+    if value.HasField('func'):
+      yield value.func.name
+    for func in value.list.func:
+      yield func.name
 
 
 def checkpoint_prefix(checkpoint_dir):

@@ -46,7 +46,7 @@ def _output_names(output_node_names):
   """Normalizes a list or comma-separated str of node (or tensor) names."""
   if isinstance(output_node_names, str):
     output_node_names = output_node_names.split(',')
-  names = [freeze.split_input(n.strip())[0] for n in output_node_names or ()
+  names = [graph_io.split_input(n.strip())[0] for n in output_node_names or ()
            if n.strip()]
   if not names:
     raise ValueError('output_node_names is empty; name the inference '
@@ -79,7 +79,7 @@ def _resolve(nodes, name, lazy):
     (const node name, [Enter nodes passed, innermost first]) or (None, []).
   """
   enters = []
-  node, port = freeze.split_input(name)
+  node, port = graph_io.split_input(name)
   while node in nodes:
     current = nodes[node]
     if current.op == 'Const' and port == 0:
@@ -87,7 +87,7 @@ def _resolve(nodes, name, lazy):
     if current.op in ('Identity', 'Snapshot', 'Enter') and port == 0:
       if current.op == 'Enter':
         enters.append(current)
-      node, port = freeze.split_input(current.input[0])
+      node, port = graph_io.split_input(current.input[0])
       continue
     break
   return None, []
@@ -104,7 +104,7 @@ def _evaluator(lazy, nodes, tensor, mul):
   the parts of a partitioned weight), or raises ValueError if it depends on
   anything else."""
   functions = set(f.signature.name for f in lazy.graph_def.library.function)
-  needed, stack = set(), [freeze.split_input(tensor)[0]]
+  needed, stack = set(), [graph_io.split_input(tensor)[0]]
   while stack:
     name = stack.pop()
     if name in needed:
@@ -117,9 +117,9 @@ def _evaluator(lazy, nodes, tensor, mul):
           % (mul, tensor, repr(name) if node is None else
              'node %r (op %s)' % (name, node.op)))
     needed.add(name)
-    stack.extend(freeze.split_input(i)[0] for i in node.input)
-  if len(needed) == 1 and nodes[freeze.split_input(tensor)[0]].op == 'Const':
-    return lazy.source(freeze.split_input(tensor)[0])
+    stack.extend(graph_io.split_input(i)[0] for i in node.input)
+  if len(needed) == 1 and nodes[graph_io.split_input(tensor)[0]].op == 'Const':
+    return lazy.source(graph_io.split_input(tensor)[0])
   order = [n for n in lazy.graph_def.node if n.name in needed]
   sources = {n.name: lazy.source(n.name) for n in order
              if n.name in lazy.values}
@@ -133,7 +133,7 @@ def _evaluator(lazy, nodes, tensor, mul):
       if node.name in sources:
         copy.attr['value'].tensor.CopyFrom(freeze.tensor_proto(
             sources[node.name](), node.attr['dtype'].type))
-    name, port = freeze.split_input(tensor)
+    name, port = graph_io.split_input(tensor)
     with tf.Graph().as_default() as graph:
       tf.import_graph_def(graph_def, name='')
       with tf.Session(graph=graph) as session:
@@ -163,8 +163,8 @@ def _fold_masks(lazy):
                                                           node.name)
     read_weight = lazy.source(weight) if weight else _evaluator(
         lazy, nodes, b_in, node.name)
-    mask, weight = mask or freeze.split_input(a_in)[0], weight or (
-        freeze.split_input(b_in)[0])
+    mask, weight = mask or graph_io.split_input(a_in)[0], weight or (
+        graph_io.split_input(b_in)[0])
     dtype = node.attr['T'].type
     np_dtype = tf.as_dtype(dtype).as_numpy_dtype
 
@@ -177,7 +177,7 @@ def _fold_masks(lazy):
     if enters:
       # Inside a while loop (v1 control flow): the constant lives outside,
       # the Mul becomes the chain of Enters that brought the weight in.
-      new_nodes.append(freeze.const_node(const_name, dtype))
+      new_nodes.append(graph_io.const_node(const_name, dtype))
       source = const_name
       for depth, enter in enumerate(reversed(enters)):
         hop = tf.NodeDef()
@@ -194,7 +194,7 @@ def _fold_masks(lazy):
           new_nodes.append(hop)
         source = hop.name
     else:
-      node.CopyFrom(freeze.const_node(node.name, dtype))
+      node.CopyFrom(graph_io.const_node(node.name, dtype))
   for node in new_nodes:
     graph_def.node.add().CopyFrom(node)
   return folds
