@@ -1,10 +1,10 @@
-"""What stripping produced: per-layer sparsity of the folded weights, file sizes.
+"""What stripping produced: per-layer sparsity of folded weights, file sizes.
 
     >>> import numpy as np
     >>> from tf1prune.report import LayerStats, StripReport
+    >>> folded = np.array([[0., 2.], [0., 0.]], np.float32)
     >>> layer = LayerStats.from_array('fc1', 'fc1/weights',
-    ...                               'fc1/weights/masked_weight',
-    ...                               np.array([[0., 2.], [0., 0.]], np.float32))
+    ...                               'fc1/weights/masked_weight', folded)
     >>> layer.nonzeros, layer.sparsity
     (1, 0.75)
     >>> report = StripReport('ckpt', 'out.pb', ['y'], [layer], 100, 40, 100, 60)

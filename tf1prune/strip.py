@@ -7,7 +7,7 @@
     ...   y = tf1prune.masked_fully_connected(x, 2, scope='fc')
     ...   with tf.Session() as sess:
     ...     sess.run(tf.global_variables_initializer())
-    ...     _ = tf.train.Saver().save(sess, os.path.join(train_dir, 'model.ckpt'))
+    ...     _ = tf.train.Saver().save(sess, train_dir + '/model.ckpt')
     >>> report = tf1prune.strip_checkpoint(
     ...     train_dir, ['fc/Relu'], os.path.join(train_dir, 'stripped.pb'))
     >>> [(layer.name, layer.shape, layer.nonzeros) for layer in report.layers]

@@ -4,7 +4,8 @@
         --output_node_names=logits/BiasAdd --output_dir=/tmp/export
 
     >>> from tf1prune import strip_cli   # errors: one line on stderr, status 1
-    >>> strip_cli.main(['--checkpoint_dir=/no/such/dir', '--output_node_names=y'])
+    >>> strip_cli.main(['--checkpoint_dir=/no/such/dir',
+    ...                 '--output_node_names=y'])
     1
 
 Flags: `--checkpoint_dir` (alias `--checkpoint_path`), `--output_node_names`
