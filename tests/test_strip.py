@@ -234,6 +234,26 @@ def test_strip_checkpoint_writes_what_the_library_functions_return(tmp_path):
   assert stripped == _read_pb(path)
 
 
+@pytest.mark.parametrize('name', ['conv_fc', 'lstm'])
+def test_strip_pruning_vars_fn_on_a_graph_frozen_by_tensorflow(name):
+  """The contrib workflow: TF's own convert_variables_to_constants, then us."""
+  tf.set_random_seed(7)
+  output, x = MODELS[name]()
+  x = x.astype(np.float32)
+  tf.train.get_or_create_global_step()
+  update = tf1prune.Pruning(sparsity=tf.constant(0.5)).mask_update_op()
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(update)
+    want = sess.run(output + ':0', {'x:0': x})
+    frozen = tf.graph_util.convert_variables_to_constants(
+        sess, sess.graph.as_graph_def(), [output])
+  stripped = tf1prune.strip_pruning_vars_fn(frozen, [output])
+  _assert_no_pruning_left(stripped)
+  assert len(_folded(stripped)) == (1 if name == 'lstm' else 2)
+  np.testing.assert_array_equal(_run_pb(stripped, output, x), want)
+
+
 def test_graph_def_from_checkpoint_holds_checkpoint_values(tmp_path):
   output, x, want = _train(_conv_fc_model, str(tmp_path))
   frozen = tf1prune.graph_def_from_checkpoint(str(tmp_path), output + ':0')
