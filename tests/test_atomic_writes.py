@@ -116,10 +116,6 @@ def test_strip_failing_midway_leaves_the_old_pb_intact(tmp_path, monkeypatch):
   assert _listing(out) == ['stripped.pb']
 
 
-@pytest.mark.xfail(strict=True, raises=FileNotFoundError, reason=(
-    'strip_cli removes the .pb it just wrote (over the old one) when the '
-    'report write fails, so the old output is lost; see '
-    'docs/sections/reliability.md'))
 def test_strip_cli_failing_report_keeps_the_old_pb_and_report(tmp_path,
                                                               monkeypatch):
   from tf1prune import strip_cli

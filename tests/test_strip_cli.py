@@ -156,6 +156,20 @@ def test_unwritable_output_dir(checkpoints, tmp_path, capsys):
     locked.chmod(0o755)
 
 
+def test_rerun_replaces_the_pb_and_leaves_no_staging_file(checkpoints,
+                                                          tmp_path, capsys):
+  masked, unmasked = checkpoints
+  path = tmp_path / 'pruning_stripped.pb'
+  path.write_bytes(b'old')
+  flags = ['--output_node_names=fc2/BiasAdd', '--output_dir', str(tmp_path)]
+  assert strip_cli.main(['--checkpoint_dir', unmasked] + flags) == 1
+  assert path.read_bytes() == b'old'  # no masks: refused, old file kept
+  assert strip_cli.main(['--checkpoint_dir', masked] + flags) == 0
+  assert path.read_bytes() != b'old'
+  assert os.listdir(str(tmp_path)) == ['pruning_stripped.pb']
+  capsys.readouterr()
+
+
 def test_usage_errors_are_one_line_with_status_2(capsys):
   with pytest.raises(SystemExit) as exit_info:
     strip_cli.main(['--output_node_names=y'])

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import warnings
 
 __all__ = ['main', 'parse_args']
@@ -125,21 +126,29 @@ def _run(args):
       _check_writable(os.path.dirname(os.path.abspath(args.report_json)),
                       '--report_json directory')
     path = os.path.join(output_dir, args.filename)
-    report = strip.strip_checkpoint(args.checkpoint_dir,
-                                    args.output_node_names, path,
-                                    allow_no_masks=args.allow_no_masks)
+    # The .pb is written under a staging name and renamed last, so a failing
+    # report (or shrink) leaves an older file at `path` as it was.
+    fd, staged = tempfile.mkstemp(prefix='.%s.' % args.filename,
+                                  suffix='.staged', dir=output_dir)
+    os.close(fd)
     try:
+      report = strip.strip_checkpoint(args.checkpoint_dir,
+                                      args.output_node_names, staged,
+                                      allow_no_masks=args.allow_no_masks)
+      report.output_path = path
       report.shrink_report = None
       if args.shrink:
         from tf1prune import shrink  # pylint: disable=g-import-not-at-top
-        report.shrink_report = shrink.shrink_pb(path, args.output_node_names)
+        report.shrink_report = shrink.shrink_pb(staged, args.output_node_names)
       if args.report_json:
         data = report.to_dict()
         if report.shrink_report is not None:
           data['shrink'] = report.shrink_report.to_dict()
         _write_json(args.report_json, data)
+      os.replace(staged, path)
     except BaseException:
-      os.remove(path)
+      if os.path.exists(staged):
+        os.remove(staged)
       raise
     return report
   except BaseException:
