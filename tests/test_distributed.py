@@ -226,3 +226,29 @@ def test_in_graph_towers_on_two_cpus_share_one_mask_per_weight():
   for tower in range(2):
     np.testing.assert_allclose(outs[tower], data[tower].dot(weights * m),
                                rtol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError, reason=(
+    'strip_checkpoint: a scalar variable in the output path (here the '
+    'global step, as in input pipelines indexed by it) comes from the '
+    "checkpoint reader as a NumPy scalar: 'numpy.int64' object has no "
+    "attribute 'tensor_shape'"))
+def test_a_checkpoint_whose_output_reads_the_global_step_strips(tmp_path):
+  step = tf.train.get_or_create_global_step()
+  w = tf.get_variable('fc/weights', initializer=tf.constant(
+      np.arange(1.0, 7.0, dtype=np.float32).reshape(3, 2)))
+  with tf.variable_scope('fc'):
+    kernel = tf1prune.apply_mask(w)
+  tf.identity(tf.matmul(tf.ones([1, 3]), kernel) * tf.cast(step, tf.float32),
+              name='out')
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    tf.train.Saver().save(sess, str(tmp_path / 'model.ckpt'), global_step=3)
+  tf1prune.strip_checkpoint(str(tmp_path), ['out'], str(tmp_path / 'out.pb'))
+  graph_def = tf.GraphDef()
+  with open(str(tmp_path / 'out.pb'), 'rb') as f:
+    graph_def.ParseFromString(f.read())
+  with tf.Graph().as_default() as g:
+    tf.import_graph_def(graph_def, name='')
+    with tf.Session(graph=g) as sess:
+      np.testing.assert_array_equal(sess.run('out:0'), [[27.0, 36.0]])
