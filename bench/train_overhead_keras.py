@@ -152,12 +152,15 @@ def main(argv=None):
                       help='few steps, batch <= 32 (CI smoke run)')
   parser.add_argument('--batch', type=int, default=128,
                       help='batch size (--quick caps it at 32)')
+  parser.add_argument('--repeats', type=int, default=31,
+                      help='repeats of the full run (10 steps per candidate '
+                      'each)')
   args = parser.parse_args(argv)
   load_before = load_average()
   if args.quick:
     result = run(min(args.batch, 32), repeats=3, inner=10)
   else:
-    result = run(args.batch, repeats=31, inner=10)
+    result = run(args.batch, repeats=args.repeats, inner=10)
   result['load_average_1min'] = [load_before, load_average()]
   print('median step (s): ' + '  '.join(
       '%s %.4f' % kv for kv in sorted(result['median_step_seconds'].items())))
