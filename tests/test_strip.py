@@ -269,6 +269,29 @@ def test_graph_def_from_checkpoint_holds_checkpoint_values(tmp_path):
   np.testing.assert_array_equal(_run_pb(frozen, output, x), want)
 
 
+def test_scalar_variables_on_the_output_path_stay_scalars(tmp_path):
+  w = tf.get_variable('w', initializer=np.arange(9.0, dtype=np.float32).reshape(3, 3))
+  scale = tf.get_variable('scale', initializer=np.float32(2.0))
+  x = tf.placeholder(tf.float32, [1, 3], name='x')
+  y = tf.identity(tf.matmul(x, tf1prune.apply_mask(w, 'fc')) * scale, name='y')
+  feed = np.ones((1, 3), np.float32)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    want = sess.run(y, {x: feed})
+    tf.train.Saver().save(sess, str(tmp_path / 'model.ckpt'))
+  path = str(tmp_path / 'out.pb')
+  tf1prune.strip_checkpoint(str(tmp_path), ['y'], path)
+  graph_def = tf.GraphDef()
+  with open(path, 'rb') as f:
+    graph_def.ParseFromString(f.read())
+  consts = {n.name: n for n in graph_def.node if n.op == 'Const'}
+  assert tf.make_ndarray(consts['scale'].attr['value'].tensor).shape == ()
+  with tf.Graph().as_default():
+    out, = tf.import_graph_def(graph_def, return_elements=['y:0'])
+    with tf.Session() as sess:
+      np.testing.assert_array_equal(sess.run(out, {'import/x:0': feed}), want)
+
+
 def test_attributes_at_their_default_are_not_written(tmp_path):
   output, _, _ = _train(_control_flow_model, str(tmp_path))
   path = str(tmp_path / 'out.pb')

@@ -294,7 +294,8 @@ def _variable_source(reader, key, spec, node):
                      'checkpoint' % (node.name, want, shape))
 
   def read():
-    value = reader.get_tensor(key)
+    # The reader gives scalars as NumPy scalars: keep every value an ndarray.
+    value = np.asarray(reader.get_tensor(key))
     if index is not None:
       value = np.ascontiguousarray(value[index])
     return value

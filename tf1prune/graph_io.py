@@ -241,7 +241,8 @@ def const_node_chunks(node, value):
     node: a Const NodeDef without a `value` attribute (its `dtype` set).
     value: ndarray of that dtype (any shape).
   """
-  array = np.ascontiguousarray(value)
+  # ascontiguousarray would turn a 0-d value into shape [1].
+  array = np.require(value, requirements='C')
   if array.dtype.hasobject or array.dtype.kind in 'OSUV':
     copy = tf.NodeDef()
     copy.CopyFrom(node)
