@@ -228,11 +228,6 @@ def test_in_graph_towers_on_two_cpus_share_one_mask_per_weight():
                                rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=(
-    'strip_checkpoint: a scalar variable in the output path (here the '
-    'global step, as in input pipelines indexed by it) comes from the '
-    "checkpoint reader as a NumPy scalar: 'numpy.int64' object has no "
-    "attribute 'tensor_shape'"))
 def test_a_checkpoint_whose_output_reads_the_global_step_strips(tmp_path):
   step = tf.train.get_or_create_global_step()
   w = tf.get_variable('fc/weights', initializer=tf.constant(
