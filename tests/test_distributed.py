@@ -238,6 +238,7 @@ def test_a_checkpoint_whose_output_reads_the_global_step_strips(tmp_path):
               name='out')
   with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
+    sess.run(tf.assign(step, 3))
     tf.train.Saver().save(sess, str(tmp_path / 'model.ckpt'), global_step=3)
   tf1prune.strip_checkpoint(str(tmp_path), ['out'], str(tmp_path / 'out.pb'))
   graph_def = tf.GraphDef()
