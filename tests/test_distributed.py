@@ -115,8 +115,10 @@ def test_only_the_chief_updates_masks_once_per_pruning_step(cluster_run):
   assert len(seen) >= 4
   assert all(b - a >= PRUNING_FREQUENCY for a, b in zip(seen, seen[1:]))
   assert seen[-1] >= 60 - PRUNING_FREQUENCY - 1
-  # The non-chief saw the chief's updates, never values of its own.
-  assert set(other['seen']) <= set(seen)
+  # The non-chief saw the initial value and the chief's updates, never
+  # values of its own. (The chief may miss the initial 0 if the non-chief ran
+  # the first steps.)
+  assert set(other['seen']) <= set(seen) | {0}
 
 
 def _checkpoint(logdir):
