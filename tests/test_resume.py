@@ -86,7 +86,7 @@ def runs(tmp_path_factory):
                                '--dump=' + d['self'] + '_1.npz')
     # Slowed down; the test SIGKILLs it at some moment after checkpoint 20.
     killed_parent = procs.launch('parent_1', '--logdir=' + d['parent'],
-                                 '--step_sleep=0.03',
+                                 '--step_sleep=0.05',
                                  '--dump=' + d['parent'] + '_1.npz')
     marker = os.path.join(d['parent'], 'model.ckpt-20.index')
     deadline = time.time() + TIMEOUT
