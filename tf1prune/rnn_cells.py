@@ -26,7 +26,7 @@ __all__ = ['LSTMStateTuple', 'MaskedBasicLSTMCell', 'MaskedLSTMCell']
 
 
 class LSTMStateTuple(collections.namedtuple('LSTMStateTuple', ('c', 'h'))):
-  """The (cell state, output) pair, as in TF1's `rnn_cell.LSTMStateTuple`."""
+  """The (cell state, output) pair, the layout of TF1's `LSTMStateTuple`."""
 
   @property
   def dtype(self):
