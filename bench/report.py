@@ -99,6 +99,12 @@ def train_section(quick):
                  '**%.3f**' % keras['ratio_pruned_to_unpruned']])
   out.append(_table(['pruned training', 'stack', 'step (ms)',
                      'unpruned twin step (ms)', 'ratio'], rows) + '\n')
+  if legacy is not None:
+    out.append('TF 1.x rows: %d repeats of %d steps (%s).\n' % (
+        legacy['repeats'], legacy['steps_per_repeat'], _info(legacy)))
+  if keras is not None:
+    out.append('tfmot row: %d repeats of %d steps (%s).\n' % (
+        keras['repeats'], keras['steps_per_repeat'], _info(keras)))
   for data in (ours, legacy):
     if data is not None and 'part_seconds' in data:
       parts = data['part_seconds']
