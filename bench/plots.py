@@ -143,7 +143,7 @@ def plot_train_overhead(quick):
   ax.set_xticks(range(len(values)))
   ax.set_xticklabels(labels, fontsize=8)
   ax.set_ylim(min(0.9, min(values) - 0.05), max(values) + 0.1)
-  ax.set_ylabel('median step time / unpruned twin')
+  ax.set_ylabel('step time / unpruned twin\n(median of per-repeat ratios)')
   ax.set_title('Training step overhead, CIFAR-10 CNN, batch %d' %
                ours['batch'])
   ax.legend(fontsize=8)
