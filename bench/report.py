@@ -133,7 +133,7 @@ def train_section(quick):
               ours['ratio_to_unmasked']['masked_hook'])
   if keras is not None:
     theirs = keras['ratio_pruned_to_unpruned']
-    out.append('Against tfmot (%.3f, same TF): ours (%.3f) is %s.' % (
+    out.append('Against tfmot (%.3f, its latest run): ours (%.3f) is %s.' % (
         theirs, worst, 'lower' if worst < theirs else '**not lower**'))
   out.append('\n')
   out.append(_png('train_overhead', quick))
