@@ -17,7 +17,7 @@ after any checkpoint continues exactly as if it had never stopped (the update
 is a no-op when the checkpoint already holds it).
 
 Between-graph replication: pass the hook in `chief_only_hooks`, so that one
-process updates the masks; see docs/sections/reliability.md.
+process updates the masks; see the README section "Reliability".
 """
 
 import tensorflow.compat.v1 as tf

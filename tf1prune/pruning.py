@@ -82,7 +82,6 @@ def _selector(spec, old_threshold):
     t = smooth(t)
     return keep(scores, t, False), t
 
-
   return select
 
 
