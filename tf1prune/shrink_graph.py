@@ -20,18 +20,10 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from tf1prune.graph_io import split_input
+
 __all__ = ['FrozenGraph', 'attr_ints', 'attr_str', 'split_input',
            'static_shapes']
-
-
-def split_input(name):
-  """'^a' -> ('a', -1); 'a:2' -> ('a', 2); 'a' -> ('a', 0)."""
-  if name.startswith('^'):
-    return name[1:], -1
-  node, sep, port = name.rpartition(':')
-  if sep and port.isdigit():
-    return node, int(port)
-  return name, 0
 
 
 def attr_str(node, key, default):
