@@ -18,6 +18,8 @@ import time
 
 import numpy as np
 
+from bench._paired import interleaved_samples
+
 
 def interleaved_medians(candidates, repeats=7, inner=1, warmup=1):
   """Times each callable `inner` times per repeat, alternating candidates.
@@ -25,20 +27,17 @@ def interleaved_medians(candidates, repeats=7, inner=1, warmup=1):
   Returns:
     dict name -> median seconds per call.
   """
-  for fn in candidates.values():
-    for _ in range(warmup):
-      fn()
-  samples = {name: [] for name in candidates}
-  names = list(candidates)
-  for r in range(repeats):
-    order = names if r % 2 == 0 else names[::-1]
-    for name in order:
-      fn = candidates[name]
-      start = time.perf_counter()
+
+  def repeated(fn):
+    def run():
       for _ in range(inner):
         fn()
-      samples[name].append((time.perf_counter() - start) / inner)
-  return {name: float(np.median(v)) for name, v in samples.items()}
+    return run
+
+  samples = interleaved_samples(
+      {name: repeated(fn) for name, fn in candidates.items()}, repeats,
+      warmup=warmup)
+  return {name: float(np.median(v)) / inner for name, v in samples.items()}
 
 
 def machine_info():
