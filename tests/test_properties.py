@@ -149,19 +149,24 @@ def _np_block_mask(weights, bh, bw, pooling, sparsity):
   return np.kron(group, np.ones([bh, bw]))[:rows, :cols], (bh, bw)
 
 
-class _BlockGraphs(object):
-  """Block masks, one small graph per (shape, block, pooling, dtype), cached."""
+class _MaskGraphs(object):
+  """One small mask graph per key, built on first use and cached.
+
+  Hypothesis draws many examples of a few shapes: building a graph per example
+  would be slow, so each (granularity, shape, dtype) gets placeholders once.
+  """
 
   def __init__(self):
     self.cache = {}
     self.sess = None
 
-  def __call__(self, weights, bh, bw, pooling, sparsity):
-    key = (weights.shape, bh, bw, pooling, weights.dtype.type)
+  def __call__(self, key, granularity, weights, sparsity):
+    """Returns `granularity()`'s mask of `weights` at `sparsity`."""
+    key = (key, weights.shape, weights.dtype.type)
     if key not in self.cache:
       w = tf.placeholder(weights.dtype, weights.shape)
       s = tf.placeholder(tf.float32, [])
-      mask, _ = Block(bh, bw, pooling).compute_mask(w, s, magnitude_mask)
+      mask, _ = granularity().compute_mask(w, s, magnitude_mask)
       self.cache[key] = (w, s, mask)
     if self.sess is None:
       self.sess = tf.Session()
@@ -170,8 +175,8 @@ class _BlockGraphs(object):
 
 
 @pytest.fixture
-def block_graphs(graph):
-  g = _BlockGraphs()
+def mask_graphs(graph):
+  g = _MaskGraphs()
   yield g
   if g.sess is not None:
     g.sess.close()
@@ -184,7 +189,7 @@ def block_graphs(graph):
        pooling=st.sampled_from(['AVG', 'MAX']),
        pair=st.tuples(sparsities, sparsities))
 def test_block_masks_are_constant_on_blocks_and_equal_the_reference(
-    block_graphs, data, dtype, shape, block, pooling, pair):
+    mask_graphs, data, dtype, shape, block, pooling, pair):
   # Small integers: block averages are exact in every dtype, so the tie
   # order is the reference's.
   weights = data.draw(hnp.arrays(dtype, shape, elements=st.integers(-6, 6)
@@ -192,7 +197,9 @@ def test_block_masks_are_constant_on_blocks_and_equal_the_reference(
   low, high = sorted(pair)
   masks = []
   for sparsity in (low, high):
-    mask = block_graphs(weights, block[0], block[1], pooling, sparsity)
+    mask = mask_graphs(('block', block, pooling),
+                       lambda: Block(block[0], block[1], pooling), weights,
+                       sparsity)
     if 1 in shape:  # a [1, n] weight squeezes to rank 1: single entries.
       expected = np_reference.magnitude_mask(np.abs(weights), sparsity)
     else:
@@ -225,47 +232,17 @@ def _np_groups(kind, shape):
   return np.broadcast_to(ids[kind], shape)
 
 
-class _StructuredGraphs(object):
-  """Structured masks (l1), one graph per (kind, shape), cached."""
-
-  def __init__(self):
-    self.classes = None
-    self.cache = {}
-    self.sess = None
-
-  def __call__(self, kind, weights, sparsity):
-    if self.classes is None:
-      self.classes = _structured_classes()
-    key = (kind, weights.shape)
-    if key not in self.cache:
-      w = tf.placeholder(tf.float32, weights.shape)
-      s = tf.placeholder(tf.float32, [])
-      mask, _ = self.classes[kind]('l1').compute_mask(w, s, magnitude_mask)
-      self.cache[key] = (w, s, mask)
-    if self.sess is None:
-      self.sess = tf.Session()
-    w, s, mask = self.cache[key]
-    return self.sess.run(mask, {w: weights, s: sparsity})
-
-
-@pytest.fixture
-def structured_graphs(graph):
-  g = _StructuredGraphs()
-  yield g
-  if g.sess is not None:
-    g.sess.close()
-
-
 @FEWER
 @given(data=st.data(), kind=st.sampled_from(['kernel', 'filter',
                                              'input_channel']),
        shape=st.sampled_from([(3, 3, 4, 5), (1, 2, 6, 3), (2, 2, 1, 7)]),
        sparsity=sparsities)
 def test_structured_masks_are_constant_on_groups_and_keep_the_best(
-    structured_graphs, data, kind, shape, sparsity):
+    mask_graphs, data, kind, shape, sparsity):
   weights = data.draw(hnp.arrays(np.float32, shape,
                                  elements=st.integers(-5, 5).map(float)))
-  mask = structured_graphs(kind, weights, sparsity)
+  mask = mask_graphs(kind, lambda: _structured_classes()[kind]('l1'), weights,
+                     sparsity)
   groups = _np_groups(kind, shape)
   n_groups = groups.max() + 1
   group_mask = np.zeros(n_groups, np.float32)
