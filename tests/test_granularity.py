@@ -31,34 +31,6 @@ def _distinct(shape, seed):
   return value.reshape(shape).astype(np.float32)
 
 
-def _np_pool(value2d, bh, bw, pooling):
-  """Pooled |w| per block (partial blocks at the edges), float32."""
-  rows, cols = value2d.shape
-  nh, nw = -(-rows // bh), -(-cols // bw)
-  scores = np.zeros([nh, nw], np.float32)
-  w = np.abs(value2d).astype(np.float32)
-  for i in range(nh):
-    for j in range(nw):
-      cell = w[i * bh:(i + 1) * bh, j * bw:(j + 1) * bw]
-      if pooling == 'MAX':
-        scores[i, j] = cell.max()
-      else:
-        # The mean, rounded as the implementation does: sum times the float32
-        # reciprocal of the block's real size.
-        scores[i, j] = np.float32(cell.sum()) * np.float32(1.0 / cell.size)
-  return scores
-
-
-def _np_block_mask(value, bh, bw, pooling, sparsity):
-  dims = [d for d in value.shape if d != 1]
-  value2d = value.reshape(dims)
-  scores = _np_pool(value2d, bh, bw, pooling)
-  group = np_reference.magnitude_mask(scores, sparsity)
-  mask = np.kron(group, np.ones([bh, bw], np.float32))[:dims[0], :dims[1]]
-  kept = scores[group == 1.0]
-  return mask.reshape(value.shape), (kept.min() if kept.size else np.inf)
-
-
 def _run(mask, threshold):
   with tf.Session() as sess:
     return sess.run([mask, threshold])
@@ -93,9 +65,9 @@ def test_block_mask_equals_numpy_reference(pooling, shape, block, layout):
   bh, bw = layout
   with tf.Session() as sess:
     scores = sess.run(select.scores)
-  np.testing.assert_array_equal(scores, _np_pool(value, bh, bw, pooling))
-  expected, expected_t = _np_block_mask(value, bh, bw, pooling,
-                                        np.float32(sparsity))
+  np.testing.assert_array_equal(scores, np_reference.block_scores(value, bh, bw, pooling))
+  expected, expected_t, _ = np_reference.block_mask(
+      value, (bh, bw), pooling, np.float32(sparsity))
   np.testing.assert_array_equal(m, expected)
   assert t == expected_t
   for i in range(0, shape[0], bh):
@@ -119,7 +91,8 @@ def test_singleton_dimensions_are_squeezed(pooling, shape):
   value = _distinct(shape, seed=11)
   m, t = _run(*Block(2, 4, pooling).compute_mask(tf.constant(value), 0.5,
                                                  _select))
-  expected, expected_t = _np_block_mask(value, 2, 4, pooling, 0.5)
+  expected, expected_t, _ = np_reference.block_mask(value, (2, 4), pooling,
+                                                    0.5)
   assert m.shape == shape
   np.testing.assert_array_equal(m, expected)
   assert t == expected_t
@@ -147,7 +120,7 @@ def test_float64_weight_gives_a_float32_mask():
   m, t = _run(*Block(2, 2, 'AVG').compute_mask(tf.constant(value), 0.5,
                                                _select))
   assert m.dtype == np.float32
-  np.testing.assert_array_equal(m, _np_block_mask(value, 2, 2, 'AVG', 0.5)[0])
+  np.testing.assert_array_equal(m, np_reference.block_mask(value, (2, 2), 'AVG', 0.5)[0])
 
 
 def test_ties_between_blocks_keep_the_earliest():

@@ -129,26 +129,6 @@ def test_higher_sparsity_never_keeps_what_a_lower_one_dropped(
 # ------------------------------------------------------------------ blocks
 
 
-def _np_block_mask(weights, bh, bw, pooling, sparsity):
-  """NumPy reference of Block(bh, bw, pooling) on a rank-2 weight."""
-  rows, cols = weights.shape
-  bh, bw = (rows if bh == -1 else min(bh, rows)), (cols if bw == -1
-                                                   else min(bw, cols))
-  nh, nw = -(-rows // bh), -(-cols // bw)
-  mag = np.abs(weights)
-  dtype = weights.dtype.type
-  scores = np.zeros([nh, nw], dtype)
-  for i in range(nh):
-    for j in range(nw):
-      block = mag[i * bh:(i + 1) * bh, j * bw:(j + 1) * bw]
-      # AVG is the sum times the reciprocal of the block's size, both rounded
-      # to the weight's dtype (granularity.Block computes it so).
-      scores[i, j] = (block.max() if pooling == 'MAX' else
-                      dtype(block.sum()) * dtype(1.0 / block.size))
-  group = np_reference.magnitude_mask(scores, sparsity)
-  return np.kron(group, np.ones([bh, bw]))[:rows, :cols], (bh, bw)
-
-
 class _MaskGraphs(object):
   """One small mask graph per key, built on first use and cached.
 
@@ -203,8 +183,8 @@ def test_block_masks_are_constant_on_blocks_and_equal_the_reference(
     if 1 in shape:  # a [1, n] weight squeezes to rank 1: single entries.
       expected = np_reference.magnitude_mask(np.abs(weights), sparsity)
     else:
-      expected, (bh, bw) = _np_block_mask(weights, block[0], block[1], pooling,
-                                          sparsity)
+      expected, _, (bh, bw) = np_reference.block_mask(weights, block, pooling,
+                                                      sparsity)
       for i in range(0, shape[0], bh):
         for j in range(0, shape[1], bw):
           tile = mask[i:i + bh, j:j + bw]

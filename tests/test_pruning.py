@@ -290,31 +290,6 @@ def test_threshold_decay_smooths_the_threshold():
 
 # Block sparsity.
 
-def _np_block_mask(value, block, pooling, sparsity):
-  """NumPy reference: pool |w| per block (float32), top-k blocks, spread."""
-  shape = value.shape
-  dims = [d for d in shape if d != 1]
-  rows, cols = dims
-  bh = rows if block[0] == -1 else min(block[0], rows)
-  bw = cols if block[1] == -1 else min(block[1], cols)
-  nh, nw = -(-rows // bh), -(-cols // bw)
-  w = np.abs(value.reshape(rows, cols)).astype(np.float32)
-  scores = np.zeros([nh, nw], np.float32)
-  for i in range(nh):
-    for j in range(nw):
-      cell = w[i * bh:(i + 1) * bh, j * bw:(j + 1) * bw]
-      if pooling == 'MAX':
-        scores[i, j] = cell.max()
-      else:
-        # The mean, as the implementation rounds it: times the float32
-        # reciprocal of the block's real size.
-        scores[i, j] = np.float32(cell.sum()) * np.float32(1.0 / cell.size)
-  group = np_reference.magnitude_mask(scores, sparsity)
-  mask = np.kron(group, np.ones([bh, bw], np.float32))[:rows, :cols]
-  kept = scores[group == 1.0]
-  return mask.reshape(shape), (kept.min() if kept.size else np.inf), (bh, bw)
-
-
 def _integer_weights(shape, seed):
   """Distinct integer magnitudes: block sums and averages are exact."""
   return _distinct(shape, seed=seed)
@@ -335,8 +310,8 @@ def test_block_masks_equal_the_numpy_block_reference(pooling, shape, block):
   with _session_at(1) as sess:
     sess.run(update)
     m, t = sess.run([tf1prune.get_masks()[0], tf1prune.get_thresholds()[0]])
-  expected, expected_t, (bh, bw) = _np_block_mask(value, block, pooling,
-                                                  _float32(0.6))
+  expected, expected_t, (bh, bw) = np_reference.block_mask(
+      value, block, pooling, _float32(0.6))
   np.testing.assert_array_equal(m, expected)
   assert t == expected_t
   # Constant on every block, and some blocks kept, some not.
@@ -365,7 +340,7 @@ def test_block_dims_map_sets_the_block_per_weight():
     if block == (1, 1):
       expected = np_reference.magnitude_mask(np.abs(values[name]), 0.5)
     else:
-      expected = _np_block_mask(values[name], block, 'MAX', 0.5)[0]
+      expected = np_reference.block_mask(values[name], block, 'MAX', 0.5)[0]
     np.testing.assert_array_equal(got, expected, err_msg=name)
 
 
