@@ -54,6 +54,21 @@ def test_zero_lock_names_value_and_record():
   assert locked.dtype == bool and locked.sum() == 9 and locked[INDEX].all()
 
 
+def test_lock_records_after_import_with_an_import_scope(tmp_path):
+  w, _ = _kernel()
+  with tf.variable_scope('conv'):
+    tf1prune.lock(w, INDEX, value='current')
+  path = str(tmp_path / 'model.meta')
+  tf.train.export_meta_graph(filename=path)
+  with tf.Graph().as_default():
+    tf.train.import_meta_graph(path, import_scope='tower')
+    record, = tf1prune.lock_records()
+    assert record.name == 'tower/conv/weights'
+    assert record.locked.op.name == 'tower/conv/lock_mask'
+    assert record.captured.op.name.startswith('tower/conv/')
+    assert record.effective.name == 'tower/conv/weights/locked_weight:0'
+
+
 def test_bool_mask_and_index_lock_their_union_at_a_number():
   w, init = _kernel('b', (6,))
   mask = np.array([True, False, False, False, False, True])

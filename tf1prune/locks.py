@@ -48,7 +48,8 @@ import numbers
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.masking import masked_weight_records
+from tf1prune.masking import (decode_name_record, graph_variables,
+                               masked_weight_records)
 
 __all__ = ['LOCK_COLLECTION', 'Lock', 'LockHook', 'bake_masks_op',
            'capture_lock_values_op', 'frozen_mask_regions', 'index_mask',
@@ -144,17 +145,13 @@ def _value_initializer(value, shape, dtype, name):
 
 def _add_record(name, locked, value, captured, x, effective):
   for entry in tf.get_collection(LOCK_COLLECTION):
-    if json.loads(_text(entry))['locked'] == locked.op.name:
+    if decode_name_record(entry)['locked'] == locked.op.name:
       return
   tf.add_to_collection(LOCK_COLLECTION, json.dumps({
       'name': name, 'input': x.name, 'locked': locked.op.name,
       'value': value.op.name,
       'captured': captured.op.name if captured is not None else None,
       'effective': effective.name}))
-
-
-def _text(entry):
-  return entry.decode('utf-8') if isinstance(entry, bytes) else entry
 
 
 def lock(x, index=None, mask=None, value='current', scope=''):
@@ -235,11 +232,10 @@ def lock(x, index=None, mask=None, value='current', scope=''):
 def lock_records(graph=None):
   """Returns one `Lock` per `lock` call in `graph`, in creation order."""
   graph = graph or tf.get_default_graph()
-  variables = {v.op.name: v for v in graph.get_collection(
-      tf.GraphKeys.GLOBAL_VARIABLES)}
+  variables = graph_variables(graph)
   records = []
   for entry in graph.get_collection(LOCK_COLLECTION):
-    names = json.loads(_text(entry))
+    names = decode_name_record(entry)
     records.append(Lock(
         name=names['name'], input=graph.get_tensor_by_name(names['input']),
         locked=variables[names['locked']], value=variables[names['value']],
@@ -324,8 +320,7 @@ def bake_masks_op(include_locks=True, graph=None):
     An op.
   """
   graph = graph or tf.get_default_graph()
-  variables = {v.op.name: v for v in graph.get_collection(
-      tf.GraphKeys.GLOBAL_VARIABLES)}
+  variables = graph_variables(graph)
   locks = lock_records(graph) if include_locks else []
   by_effective = {l.effective.name: l for l in locks}
   by_input = collections.defaultdict(list)

@@ -146,18 +146,33 @@ def apply_mask(x, scope=''):
   return masked
 
 
+def decode_name_record(entry):
+  """Returns the dict of graph names stored as one JSON collection entry.
+
+  Entries come back as bytes after a meta graph import, and
+  `import_meta_graph(import_scope='s')` turns '{...}' into 's/{...}': the
+  scope is put in front of every name (None values stay None).
+  """
+  if isinstance(entry, bytes):
+    entry = entry.decode('utf-8')
+  scope, brace, text = entry.partition('{')
+  return {k: (scope + v if v is not None else None)
+          for k, v in json.loads(brace + text).items()}
+
+
+def graph_variables(graph):
+  """Returns {op name: variable} of the global variables of `graph`."""
+  return {v.op.name: v
+          for v in graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)}
+
+
 def masked_weight_records(graph=None):
   """Returns one `MaskedWeight` per `apply_mask` call in `graph`, in order."""
   graph = graph or tf.get_default_graph()
-  variables = {v.op.name: v for v in graph.get_collection(
-      tf.GraphKeys.GLOBAL_VARIABLES)}
+  variables = graph_variables(graph)
   records = []
   for entry in graph.get_collection(RECORD_COLLECTION):
-    if isinstance(entry, bytes):
-      entry = entry.decode('utf-8')
-    # import_meta_graph(import_scope='s') turns the entry into 's/{...}'.
-    scope, brace, text = entry.partition('{')
-    names = {k: scope + v for k, v in json.loads(brace + text).items()}
+    names = decode_name_record(entry)
     records.append(MaskedWeight(
         name=names['name'],
         weight=graph.get_tensor_by_name(names['weight']),
