@@ -21,8 +21,8 @@ setup(
     install_requires=['tensorflow>=1.15', 'numpy', 'tf-slim'],
     extras_require={'test': ['pytest', 'hypothesis', 'scikit-learn']},
     entry_points={'console_scripts': [
-        'strip_pruning_vars=tf1prune.strip_cli:main',
-        'prune_checkpoint=tf1prune.checkpoint_prune:main',
+        'strip_pruning_vars=tf1prune.cli.strip_pruning_vars:main',
+        'prune_checkpoint=tf1prune.cli.prune_checkpoint:main',
     ]},
     license='Apache-2.0',
     classifiers=[

@@ -36,11 +36,6 @@ from bench._timing import write_results
 OUTPUT = _cifar_net.LOGITS_NAME
 
 
-def _strip_checkpoint():
-  fn = getattr(tf1prune, 'strip_checkpoint', None)
-  if fn is None:
-    from tf1prune.strip import strip_checkpoint as fn  # not exported yet
-  return fn
 
 
 def _masked_checkpoint(sparsity, ckpt_dir, seed):
@@ -107,7 +102,7 @@ def measure(sparsity, work_dir, batches, repeats, seed=0):
   values, mask_sparsity = _masked_checkpoint(sparsity, ckpt_dir, seed)
   stripped_pb = os.path.join(work_dir, 'stripped_%s.pb' % sparsity)
   unmasked_pb = os.path.join(work_dir, 'unmasked_%s.pb' % sparsity)
-  _strip_checkpoint()(ckpt_dir, [OUTPUT], stripped_pb)
+  tf1prune.strip_checkpoint(ckpt_dir, [OUTPUT], stripped_pb)
   _frozen_unmasked(values, unmasked_pb)
   sessions = {'stripped': _load(stripped_pb), 'unmasked': _load(unmasked_pb)}
   rng = np.random.RandomState(seed)

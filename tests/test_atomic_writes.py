@@ -19,7 +19,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune import graph_io
+from tf1prune.export import _graph_io as graph_io
 
 
 def _listing(directory):
@@ -118,7 +118,7 @@ def test_strip_failing_midway_leaves_the_old_pb_intact(tmp_path, monkeypatch):
 
 def test_strip_cli_failing_report_keeps_the_old_pb_and_report(tmp_path,
                                                               monkeypatch):
-  from tf1prune import strip_cli
+  from tf1prune.cli import strip_pruning_vars as strip_cli
   train, out = str(tmp_path / 'train'), str(tmp_path / 'out')
   os.makedirs(train)
   os.makedirs(out)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1prune.granularity import Block, Element
-from tf1prune.thresholds import magnitude_mask
+from tf1prune.masks._granularity import Block, Element
+from tf1prune.masks._select import magnitude_mask
 import np_reference
 
 

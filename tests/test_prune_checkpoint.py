@@ -10,7 +10,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune import checkpoint_prune
+from tf1prune.cli import prune_checkpoint as prune_checkpoint_cli
+from tf1prune.export import _checkpoint_prune as checkpoint_prune
 import np_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -152,7 +153,7 @@ def test_parse_helpers():
 
 
 def _main(argv, capsys):
-  code = checkpoint_prune.main(argv)
+  code = prune_checkpoint_cli.main(argv)
   captured = capsys.readouterr()
   return code, captured.out, captured.err
 

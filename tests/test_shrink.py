@@ -8,9 +8,9 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune import graph_io
-from tf1prune.shrink import shrink_graph_def
-from tf1prune.shrink_border import constant_response, conv_pads
+from tf1prune.export import _graph_io as graph_io
+from tf1prune.export._shrink import shrink_graph_def
+from tf1prune.export._shrink_border import constant_response, conv_pads
 
 
 def _const(value):
@@ -431,7 +431,7 @@ def test_shrink_pb_rewrites_the_file_smaller(tmp_path):
 
 
 def test_strip_pruning_vars_shrink_flag(tmp_path, capsys):
-  from tf1prune import strip_cli
+  from tf1prune.cli import strip_pruning_vars as strip_cli
   step = tf.train.get_or_create_global_step()
   x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
   bias = tf.random_normal_initializer(seed=3)

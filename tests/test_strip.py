@@ -20,7 +20,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune import graph_io
+from tf1prune.export import _graph_io as graph_io
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PRUNING_NAME = re.compile(r'(^|/)(mask|threshold)(_\d+)?(/|$)')

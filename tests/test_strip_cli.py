@@ -12,7 +12,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune import strip_cli
+from tf1prune.cli import strip_pruning_vars as strip_cli
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BIN = os.path.join(_ROOT, 'bin', 'strip_pruning_vars')
@@ -187,7 +187,7 @@ def test_console_script_is_installed_next_to_python():
   if not os.path.exists(script):
     pytest.skip('tf1prune is not installed in this environment')
   text = open(script).read()
-  assert 'from tf1prune.strip_cli import main' in text or (
+  assert 'from tf1prune.cli.strip_pruning_vars import main' in text or (
       "'strip_pruning_vars'" in text and 'load_entry_point' in text), text
 
 

@@ -5,8 +5,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune import structured
-from tf1prune.thresholds import magnitude_mask
+from tf1prune.masks import _structured as structured
+from tf1prune.masks._select import magnitude_mask
 import np_reference
 
 SPARSITIES = [0.0, 0.3, 0.5, 0.9]

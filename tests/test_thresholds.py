@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1prune import thresholds
+from tf1prune.masks import _select as thresholds
 import np_reference
 
 SPARSITIES = [0.0, 0.3, 0.5, 0.95, 0.999999, 1.0]

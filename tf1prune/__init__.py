@@ -11,6 +11,10 @@ model_pruning, on TF 1.15 and TF 2.x (`tensorflow.compat.v1`).
 Importing tf1prune changes nothing in TensorFlow's global state.
 """
 
+from tf1prune import _moved
+from tf1prune.export import (ShrinkReport, StripReport, graph_def_from_checkpoint,
+                             shrink_graph_def, shrink_pb, strip_checkpoint,
+                             strip_pruning_vars_fn)
 from tf1prune.hooks import PruningHook, train
 from tf1prune.hparams import HParams, get_pruning_hparams
 from tf1prune.layers import masked_conv2d, masked_convolution, masked_fully_connected
@@ -26,14 +30,16 @@ from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
 from tf1prune.pruning import Pruning
 from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
-from tf1prune.shrink import ShrinkReport, shrink_graph_def, shrink_pb
-from tf1prune.strip import (StripReport, graph_def_from_checkpoint,
+from tf1prune.export._shrink import ShrinkReport, shrink_graph_def, shrink_pb
+from tf1prune.export._strip import (StripReport, graph_def_from_checkpoint,
                             strip_checkpoint, strip_pruning_vars_fn)
 
 __version__ = '0.1.0'
 
+_moved.install()
+
 __all__ = [
-    # Strip (tf1prune.strip).
+    # Exporting (tf1prune.export).
     'StripReport', 'graph_def_from_checkpoint', 'strip_checkpoint',
     'strip_pruning_vars_fn',
     'MASK_COLLECTION', 'MASKED_WEIGHT_COLLECTION', 'MASKED_WEIGHT_NAME',
@@ -51,6 +57,6 @@ __all__ = [
     'locking_scope', 'pruning_scope',
     # Lottery tickets (tf1prune.lottery).
     'LotteryTicket', 'round_sparsity',
-    # Shrinking frozen graphs (tf1prune.shrink).
+    # Shrinking frozen graphs (tf1prune.export).
     'ShrinkReport', 'shrink_graph_def', 'shrink_pb',
 ]

@@ -1,9 +1,18 @@
 """Running the mask update beside training: a SessionRunHook, and slim's train.
 
-    hook = tf1prune.PruningHook(pruning)       # or PruningHook(update_op)
-    with tf.train.MonitoredTrainingSession(hooks=[hook], ...) as sess:
-      while not sess.should_stop():
-        sess.run(train_op)
+    >>> import tensorflow.compat.v1 as tf, tf1prune
+    >>> step = tf.train.get_or_create_global_step()
+    >>> w = tf1prune.apply_mask(tf.get_variable('w', initializer=[[1., 2.], [3., 4.]]))
+    >>> pruning = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+    ...     'target_sparsity=0.5,sparsity_function_end_step=1,pruning_frequency=1'))
+    >>> train_op = tf.assign_add(step, 1)
+    >>> hook = tf1prune.PruningHook(pruning)      # or PruningHook(update_op)
+    >>> with tf.train.MonitoredTrainingSession(hooks=[hook]) as sess:
+    ...   while sess.run(step) < 2:
+    ...     _ = sess.run(train_op)
+    ...   print(sess.run(tf1prune.get_masks()[0]))
+    [[0. 0.]
+     [1. 1.]]
 
 The hook runs `conditional_mask_update_op()` after each training step, in a
 run of its own: the update then reads the weights that step wrote, never

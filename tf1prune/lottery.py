@@ -31,10 +31,10 @@ skipped with a warning.
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.global_pruning import global_masks
-from tf1prune.granularity import Element
+from tf1prune.masks._global import global_masks
+from tf1prune.masks._granularity import Element
 from tf1prune.masking import masked_weight_records
-from tf1prune.thresholds import magnitude_mask
+from tf1prune.masks._select import magnitude_mask
 
 __all__ = ['LotteryTicket', 'round_sparsity']
 

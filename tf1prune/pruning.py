@@ -28,12 +28,14 @@ import sys
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune import global_pruning, locks, schedule, thresholds
-from tf1prune.granularity import Block, Element
+from tf1prune import locks, schedule
+from tf1prune.masks import _global as global_pruning
+from tf1prune.masks import _select as thresholds
+from tf1prune.masks._granularity import Block, Element
 from tf1prune.hparams import get_pruning_hparams, validate_hparams
 from tf1prune.masking import masked_weight_records
 from tf1prune.regex_maps import RegexMap
-from tf1prune.structured import parse_granularity
+from tf1prune.masks._structured import parse_granularity
 
 __all__ = ['Pruning']
 

@@ -1,7 +1,7 @@
 """One-shot pruning of a saved checkpoint; training resumes from the result.
 
     >>> import os, tempfile, numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.checkpoint_prune import prune_checkpoint
+    >>> from tf1prune.export._checkpoint_prune import prune_checkpoint
     >>> work = tempfile.mkdtemp()
     >>> with tf.Graph().as_default():
     ...   w = tf.get_variable('fc/weights', initializer=np.arange(1., 101.).reshape(10, 10))
@@ -40,17 +40,15 @@ Output is written to a temporary folder next to `output_dir` and renamed when
 complete; on any error nothing is left behind.
 """
 
-import argparse
 import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 
 import numpy as np
 
-__all__ = ['CheckpointPruneError', 'main', 'parse_index', 'parse_sparsity_map',
+__all__ = ['CheckpointPruneError', 'parse_index', 'parse_sparsity_map',
            'parse_zero', 'prune_checkpoint']
 
 _OWN_SUFFIXES = ('/mask', '/threshold', '/lock_mask', '/lock_value',
@@ -246,7 +244,7 @@ def _match(patterns, candidates, flag):
 
 def _magnitude_masks(tf, jobs):
   """jobs: list of (scores array, sparsity) -> list of (mask, threshold)."""
-  from tf1prune.thresholds import magnitude_mask
+  from tf1prune.masks._select import magnitude_mask
   results = []
   with tf.Graph().as_default(), tf.Session() as sess:
     for scores, sparsity in jobs:
@@ -409,70 +407,3 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None):
   tf_dtypes = {name: dtypes[name].base_dtype for name in shapes}
   written = _write(values, tf_dtypes, prefix, output_dir, tf)
   return {'checkpoint': written, 'weights': report}
-
-
-class _ArgumentError(Exception):
-  pass
-
-
-class _QuietParser(argparse.ArgumentParser):
-  """Raises instead of printing usage and exiting: errors stay one line."""
-
-  def error(self, message):
-    raise _ArgumentError(message)
-
-
-def _parser():
-  parser = _QuietParser(
-      prog='prune_checkpoint',
-      description='Prune weights of a checkpoint by magnitude (or zero chosen '
-      'entries) and write a new checkpoint that training resumes from.')
-  parser.add_argument('--checkpoint', '--checkpoint_dir', '--checkpoint_path',
-                      dest='checkpoint', required=True,
-                      help='checkpoint prefix, or a folder (its latest one)')
-  parser.add_argument('--output_dir', required=True,
-                      help='new folder for the pruned checkpoint (must not exist)')
-  parser.add_argument('--sparsity', default='',
-                      help="comma-separated regex:sparsity, e.g. "
-                      "'conv.*/weights:0.8,fc1/weights:0.5'")
-  parser.add_argument('--zero', action='append', default=[],
-                      help="regex[index] entries to zero (and lock, if the graph "
-                      "locks that weight), e.g. 'conv2/weights[:, :, 29, 13]'; "
-                      "repeatable")
-  return parser
-
-
-def main(argv=None):
-  """Runs the command line; returns the exit status (0, 1 or 2)."""
-  parser = _parser()
-  try:
-    args = parser.parse_args(argv)
-    sparsity = parse_sparsity_map(args.sparsity)
-    zero = [parse_zero(z) for z in args.zero]
-  except (_ArgumentError, CheckpointPruneError) as e:
-    sys.stderr.write('prune_checkpoint: error: %s\n' % e)
-    return 2
-  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-  import tensorflow.compat.v1 as tf
-  tf.logging.set_verbosity(tf.logging.ERROR)
-  try:
-    result = prune_checkpoint(args.checkpoint, args.output_dir, sparsity, zero)
-  except CheckpointPruneError as e:
-    sys.stderr.write('prune_checkpoint: error: %s\n' % e)
-    return 1
-  except (OSError, tf.errors.OpError) as e:
-    sys.stderr.write('prune_checkpoint: error: %s\n' %
-                     (str(e).splitlines()[0] if str(e) else type(e).__name__))
-    return 1
-  for entry in result['weights']:
-    sys.stdout.write('%s %s: zeros %.4f -> %.4f%s%s\n' % (
-        entry['name'], entry['shape'], entry['zeros_before'],
-        entry['zeros_after'],
-        ', mask %s' % entry['mask'] if entry['mask'] else '',
-        ', slots %s' % ' '.join(entry['slots']) if entry['slots'] else ''))
-  sys.stdout.write('wrote %s\n' % result['checkpoint'])
-  return 0
-
-
-if __name__ == '__main__':
-  sys.exit(main())

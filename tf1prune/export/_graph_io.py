@@ -1,7 +1,7 @@
 """Reading checkpoints and meta graphs, writing GraphDefs old runtimes load.
 
     >>> import tensorflow.compat.v1 as tf
-    >>> from tf1prune import graph_io
+    >>> from tf1prune.export import _graph_io as graph_io
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [2, 2], name='x')
     ...   y = tf.matmul(x, x, name='y')

@@ -1,8 +1,8 @@
 """What a mask prunes together: single weights, or blocks of a rank-2 weight.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.granularity import Block
-    >>> from tf1prune.thresholds import magnitude_mask
+    >>> from tf1prune.masks._granularity import Block
+    >>> from tf1prune.masks._select import magnitude_mask
     >>> w = np.arange(16.).reshape(4, 4)
     >>> with tf.Graph().as_default(), tf.Session() as sess:
     ...   mask, _ = Block(2, 2, 'MAX').compute_mask(

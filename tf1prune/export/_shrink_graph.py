@@ -1,7 +1,7 @@
 """A mutable view of a frozen GraphDef, for `tf1prune.shrink`.
 
     >>> import tensorflow.compat.v1 as tf
-    >>> from tf1prune.shrink_graph import FrozenGraph
+    >>> from tf1prune.export._shrink_graph import FrozenGraph
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [None, 2], name='x')
     ...   y = tf.matmul(x, tf.constant([[1.0], [2.0]], name='w'), name='y')
@@ -20,7 +20,7 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.graph_io import split_input
+from tf1prune.export._graph_io import split_input
 
 __all__ = ['FrozenGraph', 'attr_ints', 'attr_str', 'split_input',
            'static_shapes']

@@ -3,7 +3,7 @@
     strip_pruning_vars --checkpoint_dir=/tmp/train \\
         --output_node_names=logits/BiasAdd --output_dir=/tmp/export
 
-    >>> from tf1prune import strip_cli   # errors: one line on stderr, status 1
+    >>> from tf1prune.cli import strip_pruning_vars as strip_cli   # errors: one line on stderr, status 1
     >>> strip_cli.main(['--checkpoint_dir=/no/such/dir',
     ...                 '--output_node_names=y'])
     1
@@ -20,23 +20,16 @@ file left behind; the checkpoint is only read.
 
 import argparse
 import json
-import logging
 import os
 import sys
 import tempfile
-import warnings
+
+from tf1prune.cli._common import Parser, fail, parse, quiet_tensorflow, usage_error
 
 __all__ = ['main', 'parse_args']
 
 PROG = 'strip_pruning_vars'
 
-
-class _Parser(argparse.ArgumentParser):
-  """argparse, but a usage error is one line (and exit status 2)."""
-
-  def error(self, message):
-    sys.stderr.write('%s: error: %s (see --help)\n' % (PROG, message))
-    sys.exit(2)
 
 
 def _bool(text):
@@ -58,7 +51,7 @@ def parse_args(argv):
     An `argparse.Namespace` with checkpoint_dir, output_node_names (list of
     str), output_dir, filename, report_json, allow_no_masks.
   """
-  parser = _Parser(
+  parser = Parser(
       prog=PROG,
       description='Freezes the latest checkpoint of a pruned model into a '
                   'GraphDef whose masked weights are constants weight * mask, '
@@ -82,14 +75,14 @@ def parse_args(argv):
                       type=_bool,
                       help='also remove the output channels whose filters are '
                            'all zero, and the inputs that read them')
-  args = parser.parse_args(argv)
+  args = parse(parser, argv)
   args.output_node_names = [n.strip() for n in
                             args.output_node_names.split(',') if n.strip()]
   if not args.output_node_names:
-    parser.error('--output_node_names is empty; name the output nodes, e.g. '
+    usage_error(PROG, '--output_node_names is empty; name the output nodes, e.g. '
                  '--output_node_names=logits/BiasAdd')
   if not args.filename or os.path.basename(args.filename) != args.filename:
-    parser.error('--filename must be a plain file name, got %r; put the '
+    usage_error(PROG, '--filename must be a plain file name, got %r; put the '
                  'directory in --output_dir' % args.filename)
   return args
 
@@ -102,7 +95,7 @@ def _check_writable(directory, flag):
 
 
 def _write_json(path, data):
-  from tf1prune import graph_io  # pylint: disable=g-import-not-at-top
+  from tf1prune.export import _graph_io as graph_io  # pylint: disable=g-import-not-at-top
   with graph_io.write_atomically(path) as f:
     f.write((json.dumps(data, indent=2, sort_keys=True) + '\n').encode())
 
@@ -110,7 +103,7 @@ def _write_json(path, data):
 def _run(args):
   """Does the work; returns the report. Raises ValueError on bad input."""
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
-  from tf1prune import strip  # pylint: disable=g-import-not-at-top
+  from tf1prune.export import _strip as strip  # pylint: disable=g-import-not-at-top
   tf.disable_eager_execution()
   output_dir = os.path.abspath(args.output_dir or os.curdir)
   created = None
@@ -138,7 +131,7 @@ def _run(args):
       report.output_path = path
       report.shrink_report = None
       if args.shrink:
-        from tf1prune import shrink  # pylint: disable=g-import-not-at-top
+        from tf1prune.export import _shrink as shrink  # pylint: disable=g-import-not-at-top
         report.shrink_report = shrink.shrink_pb(staged, args.output_node_names)
       if args.report_json:
         data = report.to_dict()
@@ -158,11 +151,6 @@ def _run(args):
     raise
 
 
-def _quiet_tensorflow():
-  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-  warnings.filterwarnings('ignore')
-  logging.getLogger('tensorflow').setLevel(logging.ERROR)
-
 
 def main(argv=None):
   """Runs the command; returns the exit status (0 on success).
@@ -171,19 +159,16 @@ def main(argv=None):
     argv: flags without the program name; default `sys.argv[1:]`.
   """
   args = parse_args(sys.argv[1:] if argv is None else list(argv))
-  _quiet_tensorflow()
+  quiet_tensorflow()
   try:
     report = _run(args)
   except KeyboardInterrupt:
     sys.stderr.write('%s: interrupted; nothing written\n' % PROG)
     return 130
   except (ValueError, TypeError, OSError) as e:
-    sys.stderr.write('%s: error: %s\n' % (PROG, _one_line(e)))
-    return 1
+    return fail(PROG, e)
   except Exception as e:  # pylint: disable=broad-except
-    sys.stderr.write('%s: error: %s: %s\n' % (PROG, type(e).__name__,
-                                              _one_line(e)))
-    return 1
+    return fail(PROG, '%s: %s' % (type(e).__name__, e))
   print(report.format_table())
   if report.shrink_report is not None:
     print('\nshrink (channels whose filters are all zero removed):')
@@ -193,10 +178,6 @@ def main(argv=None):
     print('wrote %s' % args.report_json)
   return 0
 
-
-def _one_line(error):
-  text = getattr(error, 'message', None) or str(error) or type(error).__name__
-  return ' '.join(text.split())
 
 
 if __name__ == '__main__':

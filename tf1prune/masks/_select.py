@@ -1,7 +1,7 @@
 """Magnitude thresholds and masks: pure functions of tensors, no variables.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.thresholds import magnitude_mask
+    >>> from tf1prune.masks._select import magnitude_mask
     >>> with tf.Graph().as_default(), tf.Session() as sess:
     ...   mask, threshold = magnitude_mask(tf.constant(np.arange(1., 101.)), 0.95)
     ...   m, t = sess.run([mask, threshold])

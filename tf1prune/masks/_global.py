@@ -1,9 +1,9 @@
 """Global magnitude pruning: one threshold over a group of weights.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.global_pruning import global_masks
-    >>> from tf1prune.granularity import Element
-    >>> from tf1prune.thresholds import magnitude_mask
+    >>> from tf1prune.masks._global import global_masks
+    >>> from tf1prune.masks._granularity import Element
+    >>> from tf1prune.masks._select import magnitude_mask
     >>> with tf.Graph().as_default(), tf.Session() as sess:
     ...   small, large = tf.constant([1., 2., 3., 4.]), tf.constant([10., 20.])
     ...   masks = global_masks([(small, Element()), (large, Element())], 0.5,

@@ -1,7 +1,7 @@
 """Uses of frozen variables rewritten as uses of values, functions included.
 
     >>> import tensorflow.compat.v1 as tf
-    >>> from tf1prune import resources
+    >>> from tf1prune.export import _resources as resources
     >>> with tf.Graph().as_default() as g:
     ...   v = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[2], name='v')
     ...   y = tf.raw_ops.ReadVariableOp(resource=v, dtype=tf.float32, name='y')
@@ -27,7 +27,7 @@ import re
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune import graph_io
+from tf1prune.export import _graph_io as graph_io
 
 __all__ = ['Variable', 'values_for_variables']
 

@@ -32,8 +32,9 @@ import re
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune import freeze, graph_io
-from tf1prune.report import LayerStats, StripReport
+from tf1prune.export import _freeze as freeze
+from tf1prune.export import _graph_io as graph_io
+from tf1prune.export._report import LayerStats, StripReport
 
 __all__ = ['graph_def_from_checkpoint', 'strip_checkpoint',
            'strip_pruning_vars_fn', 'StripReport']

@@ -1,8 +1,8 @@
 """Structured granularities: kernels, filters, input channels, blocks, N:M.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.structured import Filter
-    >>> from tf1prune.thresholds import magnitude_mask
+    >>> from tf1prune.masks._structured import Filter
+    >>> from tf1prune.masks._select import magnitude_mask
     >>> w = np.arange(1., 33.).reshape(2, 2, 2, 4)    # [kh, kw, in, out]
     >>> with tf.Graph().as_default(), tf.Session() as sess:
     ...   mask, _ = Filter('l1').compute_mask(tf.constant(w), 0.5, magnitude_mask)
@@ -37,7 +37,7 @@ import re
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.granularity import Element, Granularity
+from tf1prune.masks._granularity import Element, Granularity
 
 __all__ = ['IMPORTANCES', 'Kernel', 'Filter', 'InputChannel', 'ChannelBlock',
            'NM', 'GranularitySpec', 'parse_granularity',

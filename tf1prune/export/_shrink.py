@@ -1,7 +1,7 @@
 """Removes the channels pruning emptied from a frozen graph: a smaller graph.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.shrink import shrink_graph_def
+    >>> from tf1prune.export._shrink import shrink_graph_def
     >>> w1 = np.ones([3, 4], np.float32); w1[:, 1] = 0.0    # output 1 is empty
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [None, 3], name='x')
@@ -46,11 +46,11 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune import graph_io
-from tf1prune.shrink_border import constant_response, conv_pads
-from tf1prune.shrink_graph import (FrozenGraph, attr_ints, attr_str,
+from tf1prune.export import _graph_io as graph_io
+from tf1prune.export._shrink_border import constant_response, conv_pads
+from tf1prune.export._shrink_graph import (FrozenGraph, attr_ints, attr_str,
                                    split_input, static_shapes)
-from tf1prune.shrink_report import LayerShrink, ShrinkReport, ShrinkStop
+from tf1prune.export._shrink_report import LayerShrink, ShrinkReport, ShrinkStop
 
 __all__ = ['shrink_graph_def', 'shrink_pb', 'ShrinkReport', 'LayerShrink',
            'ShrinkStop']

@@ -1,7 +1,7 @@
 """Freezing a checkpoint's meta graph: variables become constants, lazily.
 
     >>> import tensorflow.compat.v1 as tf
-    >>> from tf1prune import freeze
+    >>> from tf1prune.export import _freeze as freeze
     >>> with tf.Graph().as_default() as g:
     ...   a = tf.constant([1.0, 2.0], name='a')
     ...   b = tf.identity(a, name='b')
@@ -29,7 +29,8 @@ import re
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune import graph_io, resources
+from tf1prune.export import _graph_io as graph_io
+from tf1prune.export import _resources as resources
 
 __all__ = ['LazyGraph', 'check_outputs', 'freeze', 'lazy_from_graph_def',
            'materialize', 'nodes_by_name', 'prune', 'tensor_proto']

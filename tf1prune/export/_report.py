@@ -1,7 +1,7 @@
 """What stripping produced: per-layer sparsity of folded weights, file sizes.
 
     >>> import numpy as np
-    >>> from tf1prune.report import LayerStats, StripReport
+    >>> from tf1prune.export._report import LayerStats, StripReport
     >>> folded = np.array([[0., 2.], [0., 0.]], np.float32)
     >>> layer = LayerStats.from_array('fc1', 'fc1/weights',
     ...                               'fc1/weights/masked_weight', folded)

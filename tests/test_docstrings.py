@@ -1,0 +1,29 @@
+"""Every example in a tf1prune module docstring runs and prints what it says."""
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+import tensorflow.compat.v1 as tf
+
+import tf1prune
+
+_MODULES = sorted(
+    name for _, name, _ in pkgutil.walk_packages(tf1prune.__path__, 'tf1prune.')
+    if not name.startswith('tf1prune.keras'))
+
+
+@pytest.mark.parametrize('name', _MODULES)
+def test_module_examples_run(name):
+  module = importlib.import_module(name)
+  with tf.Graph().as_default():
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+  assert result.failed == 0, '%d of %d examples in %s failed' % (
+      result.failed, result.attempted, name)
+
+
+def test_every_module_docstring_opens_with_an_example():
+  missing = [name for name in _MODULES
+             if '>>>' not in (importlib.import_module(name).__doc__ or '')]
+  assert not missing, 'module docstrings without an example: %s' % missing
