@@ -37,6 +37,7 @@ class RegexList(object):
   """
 
   def __init__(self, hparam, entries):
+    self._hparam = hparam
     self._regexes = tuple(
         _compile(hparam, entry, entry, '%s entry %r is not a valid regex: %s')
         for entry in entries if entry)
@@ -60,6 +61,21 @@ class RegexList(object):
     """Returns the patterns that match none of `names`."""
     return [r.pattern for r in self._regexes
             if not any(r.search(n) for n in names)]
+
+  def _key(self):
+    return self._hparam, tuple(self.patterns)
+
+  def __eq__(self, other):
+    return type(other) is type(self) and other._key() == self._key()
+
+  def __ne__(self, other):
+    return not self == other
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    return 'RegexList(%r, %r)' % self._key()
 
 
 class RegexMap(object):
@@ -114,3 +130,18 @@ class RegexMap(object):
     """Returns the patterns that match none of `names`."""
     return [r.pattern for r, _ in self._pairs
             if not any(r.search(n) for n in names)]
+
+  def _key(self):
+    return self._hparam, tuple((r.pattern, v) for r, v in self._pairs)
+
+  def __eq__(self, other):
+    return type(other) is type(self) and other._key() == self._key()
+
+  def __ne__(self, other):
+    return not self == other
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    return 'RegexMap(%r, %r)' % self._key()
