@@ -13,6 +13,9 @@ A schedule is any callable `schedule(step) -> sparsity`: `step` is the global
 step as a scalar int64 tensor, the result a float scalar tensor in [0, 1].
 `Pruning(spec, schedule=...)` takes one in place of the hparams' schedule, so
 any other shape (constant, steps, cosine, ...) is a small class or a lambda.
+A schedule may also have `with_target(target) -> schedule`, the same curve
+ending at another target, for the weights of `weight_sparsity_map`; without
+it they get `schedule(step) * target / target_sparsity`.
 `PolynomialDecaySparsity` is the hparams' schedule; `sparsity_at` is its
 pure-Python reference and `sparsity_tensor` builds the formula into the graph.
 """

@@ -170,7 +170,11 @@ def _check_types(hp):
 
 
 def _check_ranges(hp):
-  """Raises ValueError for the first hparam out of its range."""
+  """Raises ValueError for the first hparam out of its range.
+
+  Returns:
+    The `PolynomialDecaySparsity` of the hparams, which checks its own.
+  """
   _check(hp.begin_pruning_step >= 0,
          'begin_pruning_step must be >= 0, got %d', hp.begin_pruning_step)
   _check(hp.end_pruning_step == -1 or hp.end_pruning_step > hp.begin_pruning_step,
@@ -185,6 +189,7 @@ def _check_ranges(hp):
            '%s must be >= 1 or -1 (the whole dimension), got %d', name, value)
   _check(0.0 <= hp.threshold_decay < 1.0,
          'threshold_decay must be in [0, 1), got %r', hp.threshold_decay)
+  schedule = PolynomialDecaySparsity.from_hparams(hp)
   _check(hp.block_pooling_function in ('AVG', 'MAX'),
          "block_pooling_function must be 'AVG' or 'MAX', got %r",
          hp.block_pooling_function)
@@ -194,6 +199,7 @@ def _check_ranges(hp):
   _check(hp.group_importance in IMPORTANCES,
          "group_importance must be 'l1', 'l2' or 'max', got %r",
          hp.group_importance)
+  return schedule
 
 
 # ---------------------------------------------------------------- the spec
@@ -252,8 +258,7 @@ class PruningSpec(_Spec):
     """
     hp = get_pruning_hparams() if hparams is None else hparams
     _check_types(hp)
-    _check_ranges(hp)
-    schedule = PolynomialDecaySparsity.from_hparams(hp)
+    schedule = _check_ranges(hp)
     return cls(
         name=hp.name, begin_pruning_step=hp.begin_pruning_step,
         end_pruning_step=hp.end_pruning_step,
