@@ -368,3 +368,12 @@ def test_bad_schedules_are_refused_while_the_graph_is_built():
   with pytest.raises(ValueError, match=re.escape(
       'schedule(step) must return a scalar sparsity; ')):
     tf1prune.Pruning(schedule=lambda step: tf.zeros([3]))
+
+
+def test_the_schedule_property_names_what_drives_the_sparsity():
+  tf.train.get_or_create_global_step()
+  default = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+      'target_sparsity=0.9'))
+  assert default.schedule == tf1prune.PolynomialDecaySparsity(0.0, 0.9)
+  assert tf1prune.Pruning(sparsity=tf.constant(0.5), spec=_spec(
+      'name=other')).schedule is None
