@@ -12,6 +12,8 @@ Importing tf1prune changes nothing in TensorFlow's global state.
 """
 
 from tf1prune import _moved
+from tf1prune.channel_groups import (ChannelGroup, GroupMember,
+                                     find_channel_groups, format_channel_groups)
 from tf1prune.export import (ShrinkReport, StripReport, graph_def_from_checkpoint,
                              shrink_graph_def, shrink_pb, strip_checkpoint,
                              strip_pruning_vars_fn)
@@ -61,6 +63,9 @@ __all__ = [
     'locking_scope', 'pruning_scope',
     # Lottery tickets (tf1prune.lottery).
     'LotteryTicket', 'round_sparsity',
+    # Coupled channels (tf1prune.channel_groups).
+    'ChannelGroup', 'GroupMember', 'find_channel_groups',
+    'format_channel_groups',
     # Shrinking frozen graphs (tf1prune.export).
     'ShrinkReport', 'shrink_graph_def', 'shrink_pb',
 ]
