@@ -227,8 +227,10 @@ def shrink_region(g, region, fold_borders, position=None):
   stops = []
   for layer in region.sources:
     kept = {}
-    for c in classes[layer.node.name]:
-      if c in dead and c in block:
+    weight = g.value(layer.weight)
+    empty = ~weight.reshape(-1, weight.shape[-1]).any(axis=0)
+    for c, is_empty in zip(classes[layer.node.name], empty):
+      if is_empty and c in block:
         kept[block[c]] = kept.get(block[c], 0) + 1
     stops.extend(ShrinkStop(layer.node.name, node, op, reason, count)
                  for (node, op, reason), count in kept.items())
