@@ -250,3 +250,29 @@ def test_residual_graph_shrunk_here_runs_under_the_other_tf(tmp_path,
   expected = _run(graph_def, feed)
   np.testing.assert_allclose(np.load(str(tmp_path / 'y.npy')), expected,
                              rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize('op', ['FusedBatchNorm', 'FusedBatchNormV2',
+                                'FusedBatchNormV3'])
+def test_every_fused_batch_norm_version_folds(op):
+  rs = np.random.RandomState(8)
+  x = tf.placeholder(tf.float32, [None, 5, 5, 2], name='x')
+  h = tf.nn.relu(_fused_bn(_conv(x, _weights(rs, [3, 3, 2, 4], [2]),
+                                 'conv1'), rs))
+  tf.identity(_conv(h, rs.randn(1, 1, 4, 3), 'conv2'), name='y')
+  graph_def = tf.get_default_graph().as_graph_def()
+  feed = rs.randn(2, 5, 5, 2).astype(np.float32)
+  expected = _run(graph_def, feed)
+  for node in graph_def.node:
+    if node.op.startswith('FusedBatchNorm'):
+      node.op = op
+      for attr in {'FusedBatchNorm': ('U', 'exponential_avg_factor'),
+                   'FusedBatchNormV2': ('exponential_avg_factor',)}.get(op,
+                                                                        ()):
+        if attr in node.attr:
+          del node.attr[attr]
+  small, report = shrink_graph_def(graph_def, ['y'])
+  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+                             atol=1e-5 * np.abs(expected).max())
+  assert _layer(report, 'conv1').outputs_after == 3
+  assert not [n for n in small.node if n.op.startswith('FusedBatchNorm')]

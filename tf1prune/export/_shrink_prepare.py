@@ -86,6 +86,21 @@ def _set_const(node, value, dtype):
       tf.make_tensor_proto(value, dtype=dtype, shape=value.shape))
 
 
+def _ancestors(graph_def, nodes, names):
+  """The sub-graph of `names` and every node they read, in graph order."""
+  keep, pending = set(), list(names)
+  while pending:
+    name = pending.pop()
+    if name not in keep:
+      keep.add(name)
+      pending.extend(split_input(i)[0] for i in nodes[name].input)
+  sub = tf.GraphDef()
+  sub.versions.CopyFrom(graph_def.versions)
+  sub.library.CopyFrom(graph_def.library)
+  sub.node.extend([n for n in graph_def.node if n.name in keep])
+  return sub
+
+
 def fold_constants(graph_def, outputs):
   """Replaces, in place, each node computed from constants only by a Const.
 
@@ -154,7 +169,7 @@ def fold_constants(graph_def, outputs):
   if not targets:
     return 0
   with tf.Graph().as_default() as graph:
-    tf.import_graph_def(graph_def, name='')
+    tf.import_graph_def(_ancestors(graph_def, nodes, targets), name='')
     tensors = [graph.get_tensor_by_name(t + ':0') for t in targets]
     with tf.Session(graph=graph) as sess:
       values = sess.run(tensors)

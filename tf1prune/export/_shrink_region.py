@@ -164,8 +164,10 @@ def _binary(g, node, channels):
   op, consts = node.op, [_is_const(g, i) for i in node.input[:2]]
   if not any(consts):
     shapes = [g.shapes.get(split_input(i)[0]) for i in node.input[:2]]
-    if op not in ('Add', 'AddV2', 'Sub'):
+    if op == 'Mul':
       return None, 'it multiplies two tensors: the shrink does not pass it'
+    if op not in ('Add', 'AddV2', 'Sub'):
+      return None, 'its other input is not a per-channel constant'
     if None in shapes or any(not s or s[-1] != channels or len(s) != len(
         shapes[0]) for s in shapes):
       return None, 'its inputs do not line up channel by channel'
