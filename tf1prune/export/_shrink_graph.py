@@ -112,11 +112,30 @@ class FrozenGraph(GraphIndex):
     return out
 
 
+def _without_big_values(graph_def):
+  """A copy in which float constants over 1024 entries are placeholders of
+  their shape: the same static shapes, a fraction of the bytes to import."""
+  light = tf.GraphDef()
+  light.versions.CopyFrom(graph_def.versions)
+  light.library.CopyFrom(graph_def.library)
+  for node in graph_def.node:
+    tensor = node.attr['value'].tensor if node.op == 'Const' else None
+    if tensor is not None and tf.as_dtype(tensor.dtype).is_floating and \
+        np.prod([d.size for d in tensor.tensor_shape.dim]) > 1024:
+      placeholder = light.node.add(name=node.name, op='Placeholder')
+      placeholder.attr['dtype'].type = tensor.dtype
+      placeholder.attr['shape'].shape.CopyFrom(tensor.tensor_shape)
+      placeholder.input.extend(node.input)   # control inputs, if any
+    else:
+      light.node.extend([node])
+  return light
+
+
 def static_shapes(graph_def):
   """{node name: static shape of output 0 as a list (None dims), or None}."""
   with tf.Graph().as_default() as graph:
     try:
-      tf.import_graph_def(graph_def, name='')
+      tf.import_graph_def(_without_big_values(graph_def), name='')
     except (ValueError, TypeError) as e:
       raise ValueError('shrink_graph_def needs a GraphDef that imports: %s' % e)
   shapes = {}

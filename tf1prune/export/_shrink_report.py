@@ -6,9 +6,11 @@
     >>> report.to_dict()['totals']['flops_ratio']
     0.5
 
-FLOPs are per example: 2 x the multiply-adds of each Conv2D and MatMul (bias
-adds, activations and pools are not counted). Parameters are the layer's
-weight plus the bias right after it.
+FLOPs are per example: 2 x the multiply-adds of each Conv2D, MatMul and
+DepthwiseConv2dNative (bias adds, activations and pools are not counted).
+Parameters are the layer's weight plus the bias right after it, plus the
+border maps the shrink added after it. Both columns are taken after batch
+norms were folded into the layers, so "before" is the same model, folded.
 """
 
 import collections
@@ -20,12 +22,13 @@ class LayerShrink(collections.namedtuple('LayerShrink', [
     'name', 'op', 'inputs_before', 'inputs_after', 'outputs_before',
     'outputs_after', 'params_before', 'params_after', 'flops_before',
     'flops_after'])):
-  """One Conv2D or MatMul layer before and after shrinking.
+  """One Conv2D, MatMul or depthwise conv layer before and after shrinking.
 
   Attributes:
     name, op: the layer's node name and op type.
     inputs_before, inputs_after: input channels (axis -2 of the weight).
-    outputs_before, outputs_after: output channels (last axis).
+    outputs_before, outputs_after: output channels (last axis; for a
+      depthwise conv, inputs x channel multiplier).
     params_before, params_after: weight entries plus bias entries.
     flops_before, flops_after: 2 x multiply-adds per example (None if the
       conv's output size is unknown).
@@ -38,8 +41,9 @@ class ShrinkStop(collections.namedtuple('ShrinkStop', [
 
   Attributes:
     layer: the layer whose filters are empty.
-    node, op: where the shrink stopped (an op after the layer, or the next
-      layer).
+    node, op: where the shrink stopped: the op that pins the channels (a
+      graph output, an LRN, a shape read, ...), the residual add whose other
+      members keep them, or the next layer.
     reason: why, in words.
     channels: how many empty output channels stay.
   """

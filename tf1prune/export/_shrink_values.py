@@ -1,0 +1,172 @@
+"""What an emptied channel is at each tensor of a region: a known constant.
+
+    >>> import numpy as np, tensorflow.compat.v1 as tf
+    >>> from tf1prune.export._shrink_graph import FrozenGraph
+    >>> from tf1prune.export._shrink_region import explore, find_layers
+    >>> from tf1prune.export._shrink_values import propagate
+    >>> with tf.Graph().as_default() as g:
+    ...   x = tf.placeholder(tf.float32, [None, 3, 3, 1], name='x')
+    ...   a = tf.nn.conv2d(x, tf.zeros([1, 1, 1, 1]), [1] * 4, 'SAME', name='a')
+    ...   h = tf.pad(tf.nn.relu(a + 2.0), [[0, 0], [1, 0], [0, 0], [0, 0]])
+    ...   y = tf.nn.conv2d(h, tf.ones([2, 1, 1, 1]), [1] * 4, 'VALID', name='y')
+    >>> view = FrozenGraph(g.as_graph_def(), ['y'])
+    >>> region = explore(view, find_layers(view)[0], 'a')
+    >>> values, _ = propagate(view, region)
+    >>> values[h.op.name][:, :, 0].tolist()   # 2 inside, the padded row 0
+    [[0.0, 0.0, 0.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]
+
+The output of a layer whose filter is all zero is 0 everywhere; the ops of a
+region turn it into a value per channel (`[1, 1, C]`) or, after a border map,
+an explicit Pad or a padded depthwise conv, a map over the positions
+(`[H, W, C]`), computed here in float64 NumPy. A value that cannot be known
+(a map whose height or width is unknown) is NaN, and the reason is returned.
+"""
+
+import numpy as np
+
+from tf1prune.export._shrink_border import (conv_pads, depthwise_map,
+                                            pool_map)
+from tf1prune.export._shrink_graph import attr_ints, attr_str, split_input
+from tf1prune.export._shrink_region import ELEMENTWISE
+
+__all__ = ['propagate', 'layer_pads', 'spatial_size', 'full']
+
+
+def spatial_size(g, tensor):
+  """[H, W] of a rank-4 tensor if both are known, else None."""
+  shape = g.shapes.get(tensor)
+  if not shape or len(shape) != 4 or None in shape[1:3]:
+    return None
+  return shape[1:3]
+
+
+def full(value, size):
+  """A `[1, 1, C]` or `[H, W, C]` value as `[H, W, C]`."""
+  return np.broadcast_to(value, (size[0], size[1], value.shape[-1]))
+
+
+def layer_pads(g, node, kernel):
+  """Zero padding of a Conv2D or depthwise `node`, [(top, bottom), (left,
+  right)]; None if it pads (or may pad) an input of unknown size."""
+  padding = attr_str(node, 'padding', 'VALID')
+  size = spatial_size(g, split_input(node.input[0])[0])
+  if padding == 'SAME' and size is None:
+    return None
+  pads = conv_pads(size, kernel, attr_ints(node, 'strides', [1] * 4)[1:3],
+                   attr_ints(node, 'dilations', [1] * 4)[1:3], padding,
+                   attr_ints(node, 'explicit_paddings', [0] * 8))
+  return pads if size is not None or not np.any(pads) else None
+
+
+def _unknown(x, per, reasons, node, why):
+  """NaN where `x` is not 0 everywhere (each input channel gives `per`)."""
+  zero = ~np.any(x, axis=(0, 1))
+  reasons.append((node.name, node.op, why))
+  return np.where(np.repeat(zero, per), 0.0, np.nan)[None, None]
+
+
+def _const4(g, const):
+  value = g.value(const).astype(np.float64)
+  if value.ndim == 4:
+    return value[0]
+  return value.reshape((1, 1, -1)) if value.size > 1 else value.reshape(())
+
+
+def _depthwise(g, op, x, reasons):
+  node, weight = op.node, g.value(op.const).astype(np.float64)
+  pads = layer_pads(g, node, weight.shape[:2])
+  strides = attr_ints(node, 'strides', [1] * 4)[1:3]
+  dilations = attr_ints(node, 'dilations', [1] * 4)[1:3]
+  if x.shape[:2] == (1, 1) and pads is not None and not np.any(pads):
+    return (x[0, 0, :, None] * weight.sum(axis=(0, 1))).reshape(1, 1, -1)
+  size = spatial_size(g, split_input(node.input[0])[0])
+  if pads is None or size is None:
+    return _unknown(x, weight.shape[-1], reasons, node,
+                    'the input size of this depthwise conv is unknown')
+  return depthwise_map(full(x, size), weight, pads, strides, dilations)
+
+
+def _apply(g, op, inputs, reasons):
+  """The value of `op`'s output from its inputs' values."""
+  node, kind, x = op.node, op.kind, inputs[0]
+  if kind == 'act':
+    return ELEMENTWISE[node.op](x, node)
+  if kind in ('add', 'sub', 'rsub', 'mul'):
+    c = _const4(g, op.const)
+    return {'add': lambda: x + c, 'sub': lambda: x - c,
+            'rsub': lambda: c - x, 'mul': lambda: x * c}[kind]()
+  if kind in ('sum', 'diff'):
+    return x + inputs[1] if kind == 'sum' else x - inputs[1]
+  if kind in ('mean', 'squeeze'):
+    return x.mean(axis=(0, 1), keepdims=True)
+  if kind == 'concat':
+    shapes = [v.shape[:2] for v in inputs if v.shape[:2] != (1, 1)]
+    if shapes:
+      inputs = [full(v, shapes[0]) for v in inputs]
+    return np.concatenate(inputs, axis=-1)
+  if kind == 'depthwise':
+    return _depthwise(g, op, x, reasons)
+  size = spatial_size(g, split_input(node.input[0])[0])
+  if kind == 'pool':
+    if x.shape[:2] == (1, 1):   # max ignores padding, avg counts valid only
+      return x
+    kernel = attr_ints(node, 'ksize', [1] * 4)[1:3]
+    strides = attr_ints(node, 'strides', [1] * 4)[1:3]
+    pads = conv_pads(size, kernel, strides, [1, 1],
+                     attr_str(node, 'padding', 'VALID'))
+    return pool_map(x, node.op, kernel, pads, strides)
+  if kind == 'pad':
+    pads, fill = op.extra
+    if not np.any(pads):
+      return x
+    if size is None:
+      if fill:
+        return _unknown(np.ones_like(x), 1, reasons, node,
+                        'the input size of this Pad is unknown')
+      return _unknown(x, 1, reasons, node, 'the input size of this Pad is '
+                      'unknown')
+    return np.pad(full(x, size), [tuple(p) for p in pads] + [(0, 0)],
+                  'constant', constant_values=fill)
+  if kind == 'flatten':
+    rows = op.extra
+    if x.shape[:2] == (1, 1):
+      return np.tile(x[0, 0], rows)[None, None]
+    if x.shape[0] * x.shape[1] == rows:
+      return x.reshape(1, 1, -1)
+    return _unknown(np.tile(x.any(axis=(0, 1)), rows)[None, None], 1, reasons,
+                    node, 'the reshape puts positions of a map into the '
+                    'batch')
+  raise ValueError('unknown region op kind %r' % kind)
+
+
+def propagate(g, region, position=None):
+  """Values of every region tensor when its sources output 0.
+
+  Args:
+    g: the `FrozenGraph`.
+    region: a `Region`.
+    position: {node name: topological index}; computed when None.
+
+  Returns:
+    ({tensor: float64 [1, 1, C] or [H, W, C]}, [(node, op, reason)] where
+    values could not be known).
+  """
+  if position is None:
+    position = {name: i for i, name in enumerate(g.order())}
+  values, reasons = {}, []
+  for layer in region.sources:
+    values[layer.node.name] = np.zeros((1, 1, region.ids[layer.node.name]
+                                        .size))
+  with np.errstate(all='ignore'):
+    for op in sorted(region.ops, key=lambda o: position[o.node.name]):
+      inputs = []
+      for index in op.inputs:
+        name = split_input(op.node.input[index])[0]
+        inputs.append(values.get(name, np.full(
+            (1, 1, region.ids[name].size), np.nan)))
+      values[op.output] = np.asarray(_apply(g, op, inputs, reasons),
+                                     np.float64)
+  for name, ids in region.ids.items():
+    if name not in values:
+      values[name] = np.full((1, 1, ids.size), np.nan)
+  return values, reasons
