@@ -1,22 +1,32 @@
 """tf1prune: TensorFlow 1.x graph-mode weight pruning (contrib model_pruning, maintained)."""
 
 import os
+import re
 
 from setuptools import find_packages, setup
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
-with open(os.path.join(_HERE, 'README.md')) as f:
-  _LONG_DESCRIPTION = f.read()
+
+def _read(*parts):
+  with open(os.path.join(_HERE, *parts)) as f:
+    return f.read()
+
+
+# The version is written once, in tf1prune/__init__.py (read here as text:
+# importing the package would import TensorFlow).
+_VERSION = re.search(r"^__version__ = '([^']+)'$",
+                     _read('tf1prune', '__init__.py'), re.M).group(1)
 
 setup(
     name='tf1prune',
-    version='0.1.0',
+    version=_VERSION,
     description='Drop-in TF1 graph-mode weight pruning for TensorFlow 1.15 and 2.x',
-    long_description=_LONG_DESCRIPTION,
+    long_description=_read('README.md'),
     long_description_content_type='text/markdown',
-    packages=find_packages(include=['tf1prune', 'tf1prune.*', 'cifar10_example',
-                                    'cifar10_example.*']),
+    # Only the library: cifar10_example/, bench/ and examples/ run from the
+    # checkout (bin/ puts it on PYTHONPATH), they are not installed.
+    packages=find_packages(include=['tf1prune', 'tf1prune.*']),
     python_requires='>=3.7',
     install_requires=['tensorflow>=1.15', 'numpy', 'tf-slim'],
     extras_require={'test': ['pytest', 'hypothesis', 'scikit-learn']},
