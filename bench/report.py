@@ -3,7 +3,7 @@
     python -m bench.report            # bench/results/*.json -> docs/performance.md
     python -m bench.report --quick    # *_quick.json -> bench/results/performance_quick.md
 
-Every number in the section is read from bench/results/; nothing is typed by
+Every number on the page is read from bench/results/; nothing is typed by
 hand except the explanations next to each verdict, which say why a target is
 met or missed. A benchmark whose file is missing is listed as not run.
 """
