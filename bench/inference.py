@@ -3,12 +3,13 @@
     python -m bench.inference --quick
 
 For each sparsity (0, 50, 75, 90, 95%): builds the CIFAR-10 example network
-(`bench/_cifar_net.py`) with tf1prune's masked layers on an `images`
-placeholder `[None, 24, 24, 3]`, sets every mask by magnitude to that sparsity
-(`tf1prune.Pruning(sparsity=...)` + `mask_update_op()`), saves a checkpoint and
-strips it with `tf1prune.strip_checkpoint`. Then builds the same architecture
-never masked (`tf.get_variable` + `tf.nn` layers), loads it with the same
-effective weights (`weights * mask`, and the biases) and freezes it with
+(`cifar10_example/model.py` via `bench/_cifar_net.py`) with tf1prune's masked
+layers on an `images` placeholder `[None, 24, 24, 3]`, sets every mask by
+magnitude to that sparsity (`tf1prune.Pruning(sparsity=...)` +
+`mask_update_op()`), saves a checkpoint and strips it with
+`tf1prune.strip_checkpoint`. Then builds the same architecture never masked
+(`tf.get_variable` + `tf.nn` layers), loads it with the same effective weights
+(`weights * mask`, and the biases) and freezes it with
 `tf.graph_util.convert_variables_to_constants`.
 
 Both `.pb` files are loaded into their own graph and session; their outputs

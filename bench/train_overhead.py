@@ -3,8 +3,9 @@
     python -m bench.train_overhead --quick
 
 Builds two graphs in one process, the CIFAR-10 example network
-(`bench/_cifar_net.py`) on a constant `[batch, 24, 24, 3]` input with constant
-labels (no input pipeline), softmax cross entropy and plain SGD:
+(`cifar10_example/model.py` via `bench/_cifar_net.py`) on a constant
+`[batch, 24, 24, 3]` input with constant labels (no input pipeline), softmax
+cross entropy and plain SGD:
 
 * `unmasked`: the layers from `tf.get_variable` + `tf.nn`, no masks;
 * `masked`: `tf1prune.masked_conv2d` / `masked_fully_connected` and a

@@ -3,6 +3,8 @@
 #   .venv/tf1: Python 3.7 (pyenv 3.7.16, or $TF1PRUNE_PY37) with TensorFlow 1.15.5
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENVS=${TF1PRUNE_VENVS:-$ROOT/.venv}
+# cifar10_example/ and bench/ are not installed: they run from this checkout.
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
 _log() { printf '[tf1prune] %s\n' "$*" >&2; }
 

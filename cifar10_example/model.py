@@ -12,7 +12,8 @@ conv1 (5x5, 64) -> max pool 3x3/2 -> LRN -> conv2 (5x5, 64) -> LRN -> max pool
 layout, initialisers and weight decay of the TensorFlow CIFAR-10 tutorial model.
 Only the input of local3 depends on the image size: `ceil(h/4) * ceil(w/4) * 64`
 (2304 for 24x24 CIFAR crops, 256 for 8x8 digits), so one function serves both.
-Every kernel goes through `tf1prune.masked_conv2d` / `masked_fully_connected`.
+Every kernel goes through `tf1prune.masked_conv2d` / `masked_fully_connected`
+(the benchmarks pass plain layers instead to build a never-masked twin).
 """
 
 import tensorflow.compat.v1 as tf
@@ -47,7 +48,9 @@ def _norm(net, name):
   return tf.nn.lrn(net, 4, bias=1.0, alpha=0.001 / 9.0, beta=0.75, name=name)
 
 
-def inference(images, num_classes=10, weight_decay=0.004):
+def inference(images, num_classes=10, weight_decay=0.004,
+              conv2d=tf1prune.masked_conv2d,
+              fully_connected=tf1prune.masked_fully_connected):
   """Builds the masked CIFAR-10 CNN.
 
   Args:
@@ -56,6 +59,12 @@ def inference(images, num_classes=10, weight_decay=0.004):
     num_classes: number of output classes, >= 2.
     weight_decay: L2 factor on local3 and local4 weights (as in the tutorial);
       0 adds none. The terms go to `tf.GraphKeys.REGULARIZATION_LOSSES`.
+    conv2d, fully_connected: the layer functions, called as
+      `tf1prune.masked_conv2d(inputs, num_outputs, kernel_size, **kwargs)` and
+      `tf1prune.masked_fully_connected(inputs, num_outputs, **kwargs)` with
+      the keyword arguments `weights_initializer`, `biases_initializer`,
+      `scope`, and `weights_regularizer` / `activation_fn` for the dense
+      layers. The defaults are tf1prune's masked layers.
 
   Returns:
     float32 logits `[batch, num_classes]`, an op named `LOGITS_NAME` (prefixed
@@ -75,25 +84,25 @@ def inference(images, num_classes=10, weight_decay=0.004):
     raise ValueError('num_classes must be an int >= 2, got %r' % (num_classes,))
   normal = tf.truncated_normal_initializer
   decay = _weight_decay(weight_decay)
-  net = tf1prune.masked_conv2d(
+  net = conv2d(
       images, 64, 5, weights_initializer=normal(stddev=5e-2),
       biases_initializer=tf.zeros_initializer(), scope='conv1')
   net = _norm(_pool(net, 'pool1'), 'norm1')
-  net = tf1prune.masked_conv2d(
+  net = conv2d(
       net, 64, 5, weights_initializer=normal(stddev=5e-2),
       biases_initializer=tf.constant_initializer(0.1), scope='conv2')
   net = _pool(_norm(net, 'norm2'), 'pool2')
   flat_size = net.get_shape()[1:].num_elements()
   net = tf.reshape(net, [-1, flat_size], name='flatten')
-  net = tf1prune.masked_fully_connected(
+  net = fully_connected(
       net, 384, weights_initializer=normal(stddev=0.04),
       weights_regularizer=decay,
       biases_initializer=tf.constant_initializer(0.1), scope='local3')
-  net = tf1prune.masked_fully_connected(
+  net = fully_connected(
       net, 192, weights_initializer=normal(stddev=0.04),
       weights_regularizer=decay,
       biases_initializer=tf.constant_initializer(0.1), scope='local4')
-  net = tf1prune.masked_fully_connected(
+  net = fully_connected(
       net, num_classes, activation_fn=None,
       weights_initializer=normal(stddev=1 / 192.0),
       biases_initializer=tf.zeros_initializer(), scope='softmax_linear')

@@ -1,4 +1,4 @@
-"""The main job: dense vs gradually pruned, stripped, frozen, evaluated.
+"""The demo: train a CNN dense and pruned, strip both, evaluate the .pb files.
 
     bin/tf1prune_demo                        # embedded digits when no CIFAR-10
     bin/tf1prune_demo --data_dir=/data/cifar10 --max_steps=20000
@@ -177,8 +177,9 @@ def format_table(summary):
 
 def _parser():
   parser = argparse.ArgumentParser(
-      description='tf1prune main job: train a dense and a gradually pruned '
-                  'CNN, strip both to frozen .pb files, evaluate them, print '
+      description='tf1prune demo: train the example CNN dense and with '
+                  'gradual pruning, strip both checkpoints to frozen .pb '
+                  'files, evaluate the .pb files on the test images, print '
                   'the comparison.')
   cli.data_flags(parser)
   parser.add_argument('--output_dir', default='runs/demo',

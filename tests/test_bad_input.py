@@ -2,7 +2,7 @@
 
 Also pins down what happens with float16/bfloat16 weights (they work) and with
 NaN or Inf weights (kept by the mask, the threshold never NaN, a warning on
-stderr), see the README section "Reliability".
+stderr), see docs/reliability.md.
 """
 
 import logging

@@ -1,5 +1,5 @@
 """cifar10_example end to end on the embedded digits: the model, the training
-and eval scripts, and the main job (dense vs pruned, stripped, frozen .pb)."""
+and eval scripts, and the demo (dense vs pruned, stripped, frozen .pb)."""
 
 import json
 import os
@@ -95,12 +95,12 @@ def test_pruning_spec_rejects_unknown_name():
     train.pruning_spec(100, 'bogus=1')
 
 
-# ----------------------------------------------------------------- main job
+# --------------------------------------------------------------------- demo
 
 
 @pytest.fixture(scope='module')
 def demo(tmp_path_factory):
-  """Runs the main job once on the digits with a few steps."""
+  """Runs the demo once on the digits with a few steps."""
   out = str(tmp_path_factory.mktemp('demo'))
   lines = []
   source = input_data.DigitsSource()
