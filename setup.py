@@ -19,10 +19,13 @@ setup(
                                     'cifar10_example.*']),
     python_requires='>=3.7',
     install_requires=['tensorflow>=1.15', 'numpy', 'tf-slim'],
-    extras_require={'test': ['pytest', 'hypothesis', 'scikit-learn']},
+    extras_require={'test': ['pytest', 'hypothesis', 'scikit-learn'],
+                    # bin/check_deploy's converters (TF 2.x, Python 3.8+).
+                    'deploy': ['tf2onnx', 'onnxruntime', 'openvino']},
     entry_points={'console_scripts': [
         'strip_pruning_vars=tf1prune.cli.strip_pruning_vars:main',
         'prune_checkpoint=tf1prune.cli.prune_checkpoint:main',
+        'check_deploy=tf1prune.cli.check_deploy:main',
     ]},
     license='Apache-2.0',
     classifiers=[
