@@ -1,7 +1,7 @@
 """Atomic writes: a write that fails leaves the existing output as it was.
 
 The project writes `.pb` files and JSON reports through
-`tf1prune.graph_io.write_atomically` (a temporary file in the same directory,
+`tf1prune.export.write_atomically` (a temporary file in the same directory,
 then one `os.replace`), pruned checkpoints into a new directory renamed into
 place, and checkpoints through TF's `Saver` (a temporary file per data shard,
 then a rename). Each test makes a write fail midway and checks that the old
@@ -19,7 +19,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune.export import _graph_io as graph_io
+from tf1prune.export import _atomic, _stream
 
 
 def _listing(directory):
@@ -42,7 +42,7 @@ def test_write_atomically_keeps_the_old_file_when_the_write_fails(tmp_path,
   with open(path, 'wb') as f:
     f.write(b'old contents')
   with pytest.raises(type(error)):
-    with graph_io.write_atomically(path) as f:
+    with _atomic.write_atomically(path) as f:
       f.write(b'new contents, half of them')
       raise error
   assert _read(path) == b'old contents'
@@ -53,7 +53,7 @@ def test_write_atomically_replaces_the_file_in_one_step(tmp_path):
   path = str(tmp_path / 'out.pb')
   with open(path, 'wb') as f:
     f.write(b'old')
-  with graph_io.write_atomically(path) as f:
+  with _atomic.write_atomically(path) as f:
     f.write(b'new')
     # Until the block ends, readers still see the old file.
     assert _read(path) == b'old'
@@ -64,7 +64,7 @@ def test_write_atomically_replaces_the_file_in_one_step(tmp_path):
 def test_write_atomically_into_a_missing_directory_is_a_value_error(tmp_path):
   missing = str(tmp_path / 'missing' / 'out.pb')
   with pytest.raises(ValueError, match='does not exist; create it first'):
-    with graph_io.write_atomically(missing):
+    with _atomic.write_atomically(missing):
       pass
   assert _listing(str(tmp_path)) == []
 
@@ -101,14 +101,14 @@ def test_strip_failing_midway_leaves_the_old_pb_intact(tmp_path, monkeypatch):
   old = _read(path)
   assert old
 
-  real = graph_io.const_node_chunks
+  real = _stream.const_node_chunks
 
   def disk_full_after_first_chunk(*args, **kwargs):
     for chunk in real(*args, **kwargs):
       yield chunk
       raise OSError(errno.ENOSPC, 'No space left on device')
 
-  monkeypatch.setattr(graph_io, 'const_node_chunks',
+  monkeypatch.setattr(_stream, 'const_node_chunks',
                       disk_full_after_first_chunk)
   with pytest.raises(OSError, match='No space left'):
     tf1prune.strip_checkpoint(train, [node], path)
@@ -197,7 +197,6 @@ def test_checkpoint_survives_a_failing_save(tmp_path, step):
 def test_prune_checkpoint_never_touches_an_existing_output(tmp_path,
                                                            monkeypatch):
   checkpoint_prune = pytest.importorskip('tf1prune.checkpoint_prune')
-  import shutil
   train = str(tmp_path / 'train')
   os.makedirs(train)
   _pruned_checkpoint(train)
@@ -212,7 +211,7 @@ def test_prune_checkpoint_never_touches_an_existing_output(tmp_path,
   def fail(*args, **kwargs):
     raise OSError(errno.ENOSPC, 'No space left on device')
 
-  monkeypatch.setattr(shutil, 'copyfile', fail)
+  monkeypatch.setattr(tf.io.gfile, 'copy', fail)   # copying the .meta file
   target = str(tmp_path / 'new')
   with pytest.raises(OSError, match='No space left'):
     checkpoint_prune.prune_checkpoint(train, target, sparsity={'fc': 0.5})

@@ -252,3 +252,53 @@ def test_other_stack_prunes_this_stacks_checkpoint(trained, tmp_path,
       tf.train.Saver().restore(sess, tf.train.latest_checkpoint(out))
       mask = sess.run(tf1prune.get_masks()[0])
   np.testing.assert_array_equal(mask, after['conv1/mask'])
+
+
+def _ram_filesystem():
+  """A `ram://` folder of tf.io.gfile (TF 2.x), or skip (TF 1.15 has none)."""
+  folder = 'ram://prune_checkpoint_%d' % os.getpid()
+  try:
+    tf.io.gfile.makedirs(folder)
+    with tf.io.gfile.GFile(folder + '/probe', 'w') as f:
+      f.write('x')
+  except (tf.errors.OpError, NotImplementedError):
+    pytest.skip('this TensorFlow has no ram:// filesystem to stand in for '
+                'gs://')
+  return folder
+
+
+def test_checkpoint_on_another_filesystem_prunes_like_a_local_one(trained,
+                                                                  tmp_path):
+  # The same prefix resolution as strip_checkpoint (tf.io.gfile), so a
+  # checkpoint that only tf.io.gfile can read (gs://, here ram://) prunes.
+  logdir, _ = trained
+  local_prefix = tf.train.latest_checkpoint(logdir)
+  basename = os.path.basename(local_prefix)
+  remote = _ram_filesystem() + '/train'
+  tf.io.gfile.makedirs(remote)
+  for name in os.listdir(logdir):
+    if name.startswith(basename + '.'):
+      tf.io.gfile.copy(os.path.join(logdir, name), remote + '/' + name)
+  with tf.io.gfile.GFile(remote + '/checkpoint', 'w') as f:
+    f.write('model_checkpoint_path: "%s"\n' % basename)
+  sparsity = {'conv1/weights$': 0.75}
+  zero = [('conv2/weights', (0, 0, 3, 1))]
+  local = checkpoint_prune.prune_checkpoint(
+      logdir, str(tmp_path / 'local'), sparsity, zero)
+  for i, source in enumerate([remote, remote + '/' + basename]):
+    out = str(tmp_path / ('remote%d' % i))
+    report = checkpoint_prune.prune_checkpoint(source, out, sparsity, zero)
+    assert report['checkpoint'] == os.path.join(out, basename)
+    assert report['weights'] == local['weights']
+    assert sorted(os.listdir(out)) == sorted(
+        os.listdir(str(tmp_path / 'local')))
+    got, want = _read(report['checkpoint']), _read(local['checkpoint'])
+    assert sorted(got) == sorted(want)
+    for name in want:
+      np.testing.assert_array_equal(got[name], want[name])
+  with pytest.raises(checkpoint_prune.CheckpointPruneError) as error:
+    checkpoint_prune.prune_checkpoint(remote + '/nope', str(tmp_path / 'x'),
+                                      sparsity)
+  assert str(error.value) == (
+      '--checkpoint %s/nope is neither a folder nor a checkpoint prefix (no '
+      '%s/nope.index)' % (remote, remote))

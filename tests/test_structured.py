@@ -6,6 +6,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from tf1prune.masks import _structured as structured
+from tf1prune import spec as spec_module
 from tf1prune.masks._select import magnitude_mask
 import np_reference
 
@@ -194,21 +195,21 @@ def test_frozen_nm_keeps_its_first_mask_when_the_weights_change():
     ('block4x8', 'block', (4, 8), False), ('block1x1x2x-1', 'block', (1, 1, 2, -1), False),
     ('2of4', 'nm', (2, 4), False), ('1of8_frozen', 'nm', (1, 8), True)])
 def test_parse_granularity(text, kind, args, frozen):
-  assert structured.parse_granularity(text) == (kind, args, frozen)
+  assert spec_module.parse_granularity(text) == (kind, args, frozen)
 
 
 @pytest.mark.parametrize('text', ['channel', '4of4', 'block0x2', 'block4', '2:4'])
 def test_parse_granularity_rejects_unknown_values(text):
   with pytest.raises(ValueError):
-    structured.parse_granularity(text)
+    spec_module.parse_granularity(text)
 
 
 def test_granularity_from_string_builds_the_classes():
-  assert repr(structured.granularity_from_string('kernel', 'max')) == \
+  assert repr(spec_module.granularity_from_string('kernel', 'max')) == \
       "Kernel('max')"
-  assert repr(structured.granularity_from_string('block2x2')) == \
+  assert repr(spec_module.granularity_from_string('block2x2')) == \
       "ChannelBlock([2, 2], 'l1')"
-  assert repr(structured.granularity_from_string('2of4')) == \
+  assert repr(spec_module.granularity_from_string('2of4')) == \
       'NM(2, 4, frozen=False)'
 
 

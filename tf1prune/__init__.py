@@ -12,6 +12,8 @@ Importing tf1prune changes nothing in TensorFlow's global state.
 """
 
 from tf1prune import _moved
+from tf1prune.channel_groups import (ChannelGroup, GroupMember,
+                                     find_channel_groups, format_channel_groups)
 from tf1prune.export import (ShrinkReport, StripReport, graph_def_from_checkpoint,
                              shrink_graph_def, shrink_pb, strip_checkpoint,
                              strip_pruning_vars_fn)
@@ -30,6 +32,8 @@ from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
 from tf1prune.pruning import Pruning
 from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
+from tf1prune.schedule import PolynomialDecaySparsity
+from tf1prune.spec import PruningSpec, WeightSpec
 from tf1prune.export._shrink import ShrinkReport, shrink_graph_def, shrink_pb
 from tf1prune.export._strip import (StripReport, graph_def_from_checkpoint,
                             strip_checkpoint, strip_pruning_vars_fn)
@@ -50,6 +54,8 @@ __all__ = [
     'get_thresholds', 'get_weight_sparsity', 'get_weights',
     'masked_conv2d', 'masked_convolution', 'masked_fully_connected',
     'masked_weight_records', 'train',
+    # The parsed spec and the schedule (tf1prune.spec, tf1prune.schedule).
+    'PolynomialDecaySparsity', 'PruningSpec', 'WeightSpec',
     # Locks (tf1prune.locks).
     'LOCK_COLLECTION', 'Lock', 'LockHook', 'bake_masks_op',
     'capture_lock_values_op', 'lock', 'lock_records',
@@ -57,6 +63,9 @@ __all__ = [
     'locking_scope', 'pruning_scope',
     # Lottery tickets (tf1prune.lottery).
     'LotteryTicket', 'round_sparsity',
+    # Coupled channels (tf1prune.channel_groups).
+    'ChannelGroup', 'GroupMember', 'find_channel_groups',
+    'format_channel_groups',
     # Shrinking frozen graphs (tf1prune.export).
     'ShrinkReport', 'shrink_graph_def', 'shrink_pb',
 ]

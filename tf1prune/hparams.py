@@ -9,13 +9,11 @@
 `HParams` is a small stand-in for `tf.contrib.training.HParams`, which left with
 contrib: attribute access, `.values()`, and `.parse()` with the old syntax
 (comma-separated `name=value`, lists as `name=[a,b]`, each value typed after the
-default). `validate_hparams` checks ranges; `Pruning` calls it while the graph is
-built.
+default). The checks of types and ranges are `tf1prune.spec.PruningSpec`'s;
+`Pruning` runs them while the graph is built.
 """
 
 import json
-import math
-import numbers
 import re
 
 __all__ = ['HParams', 'get_pruning_hparams', 'validate_hparams']
@@ -178,103 +176,11 @@ def get_pruning_hparams():
                         for n, v in _DEFAULTS))
 
 
-def _check(ok, message, *args):
-  if not ok:
-    raise ValueError(message % args)
-
-
-def _check_sparsity(name, value):
-  _check(isinstance(value, numbers.Real) and 0.0 <= value < 1.0,
-         '%s must be in [0, 1), got %r', name, value)
-
-
-def _type_problem(value, default):
-  """Returns the type `value` should have (like `default`), or None if it fits."""
-  if isinstance(default, bool):
-    return None if isinstance(value, bool) else 'a bool'
-  if isinstance(default, int):
-    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    return None if ok else 'an int'
-  if isinstance(default, float):
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    return None if ok else 'a float'
-  if isinstance(default, str):
-    return None if isinstance(value, str) else 'a str'
-  if isinstance(default, list):
-    ok = isinstance(value, (list, tuple)) and all(isinstance(v, str)
-                                                  for v in value)
-    return None if ok else "a list of str (e.g. ['conv1'])"
-  return None
-
-
-def _check_types(hp):
-  """Raises ValueError for a missing hparam or one of the wrong type."""
-  if isinstance(hp, str) or not hasattr(hp, 'values'):
-    raise ValueError('spec must be an hparams object from get_pruning_hparams(), '
-                     'got %r; parse text with get_pruning_hparams().parse(...)'
-                     % (hp,))
-  for name, default in _DEFAULTS:
-    if not hasattr(hp, name):
-      raise ValueError('spec has no hparam %s; start from get_pruning_hparams()'
-                       % name)
-    value = getattr(hp, name)
-    expected = _type_problem(value, default)
-    _check(expected is None, '%s must be %s, got %r (%s)', name, expected,
-           value, type(value).__name__)
-  _check(hp.name, 'name must be a non-empty str, got %r', hp.name)
-
-
 def validate_hparams(hp):
   """Raises ValueError naming the first bad hyperparameter of `hp`.
 
-  Checks that every hparam of `get_pruning_hparams()` is present with the type
-  of its default (ints for ints, numbers for floats, lists of str for lists),
-  then the ranges.
+  The checks live in `tf1prune.spec`: this is
+  `tf1prune.PruningSpec.from_hparams(hp)`, whose result it returns.
   """
-  _check_types(hp)
-  for name in ('begin_pruning_step', 'end_pruning_step', 'pruning_frequency',
-               'nbins', 'block_height', 'block_width',
-               'sparsity_function_begin_step', 'sparsity_function_end_step'):
-    value = getattr(hp, name)
-    _check(isinstance(value, numbers.Integral) and not isinstance(value, bool),
-           '%s must be an int, got %r', name, value)
-  _check(hp.begin_pruning_step >= 0,
-         'begin_pruning_step must be >= 0, got %d', hp.begin_pruning_step)
-  _check(hp.end_pruning_step == -1 or hp.end_pruning_step > hp.begin_pruning_step,
-         'end_pruning_step must be -1 (never stop) or > begin_pruning_step=%d, '
-         'got %d', hp.begin_pruning_step, hp.end_pruning_step)
-  _check(hp.pruning_frequency >= 1,
-         'pruning_frequency must be >= 1, got %d', hp.pruning_frequency)
-  _check(hp.nbins >= 2, 'nbins must be >= 2, got %d', hp.nbins)
-  for name in ('block_height', 'block_width'):
-    value = getattr(hp, name)
-    _check(value == -1 or value >= 1,
-           '%s must be >= 1 or -1 (the whole dimension), got %d', name, value)
-  _check(0.0 <= hp.threshold_decay < 1.0,
-         'threshold_decay must be in [0, 1), got %r', hp.threshold_decay)
-  _check_sparsity('initial_sparsity', hp.initial_sparsity)
-  _check_sparsity('target_sparsity', hp.target_sparsity)
-  _check(hp.sparsity_function_end_step > hp.sparsity_function_begin_step,
-         'sparsity_function_end_step must be > sparsity_function_begin_step=%d, '
-         'got %d', hp.sparsity_function_begin_step, hp.sparsity_function_end_step)
-  _check(hp.sparsity_function_exponent < math.inf,
-         'sparsity_function_exponent must be finite, got %r',
-         hp.sparsity_function_exponent)
-  _check(hp.sparsity_function_exponent > 0,
-         'sparsity_function_exponent must be > 0, got %r',
-         hp.sparsity_function_exponent)
-  _check(hp.block_pooling_function in ('AVG', 'MAX'),
-         "block_pooling_function must be 'AVG' or 'MAX', got %r",
-         hp.block_pooling_function)
-  _check(hp.threshold_method in ('exact', 'histogram'),
-         "threshold_method must be 'exact' or 'histogram', got %r",
-         hp.threshold_method)
-  _check(hp.group_importance in ('l1', 'l2', 'max'),
-         "group_importance must be 'l1', 'l2' or 'max', got %r",
-         hp.group_importance)
-  for entry in hp.global_pruning_groups:
-    try:
-      re.compile(entry)
-    except re.error as e:
-      raise ValueError('global_pruning_groups entry %r is not a valid regex: %s'
-                       % (entry, e))
+  from tf1prune import spec  # spec imports this module: import it late.
+  return spec.PruningSpec.from_hparams(hp)

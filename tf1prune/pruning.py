@@ -18,43 +18,32 @@
 Each weight's mask is `granularity.compute_mask(weight, sparsity, select)`: the
 granularity (single entries, blocks from `block_dims_map` /
 `block_height`/`block_width`, or kernels, filters, channels, channel blocks and
-N:M from `granularity_map`, see `tf1prune.structured`) groups the weight, and
+N:M from `granularity_map`, see `tf1prune.masks`) groups the weight, and
 `select` picks the groups to keep by the threshold method (`threshold_method`,
-`threshold_decay`).
+`threshold_decay`). What each weight gets is read from a
+`tf1prune.PruningSpec`, parsed once from the hparams; the sparsity comes from
+the spec's schedule, or from any `schedule(step) -> sparsity` callable given to
+`Pruning` (see `tf1prune.schedule`).
 """
 
-import re
+import collections
 import sys
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune import locks, schedule
+from tf1prune import locks
+from tf1prune.hparams import get_pruning_hparams
 from tf1prune.masks import _global as global_pruning
 from tf1prune.masks import _select as thresholds
-from tf1prune.masks._granularity import Block, Element
-from tf1prune.hparams import get_pruning_hparams, validate_hparams
 from tf1prune.masking import masked_weight_records
-from tf1prune.regex_maps import RegexMap
-from tf1prune.masks._structured import parse_granularity
+from tf1prune.spec import PruningSpec
 
 __all__ = ['Pruning']
 
 
-def _sparsity_value(text):
-  value = float(text)
-  if not 0.0 <= value < 1.0:
-    raise ValueError('sparsity must be in [0, 1), got %s' % text)
-  return value
-
-
-def _block_dims(text):
-  parts = text.lower().split('x')
-  if len(parts) != 2:
-    raise ValueError("block dims must look like 'HxW', got %r" % text)
-  dims = tuple(int(p) for p in parts)
-  if any(d != -1 and d < 1 for d in dims):
-    raise ValueError('block dims must be >= 1 or -1, got %r' % text)
-  return dims
+class _Target(collections.namedtuple('_Target', ['record', 'spec', 'frozen'])):
+  """One weight to prune: its `MaskedWeight`, its `WeightSpec`, and `frozen`,
+  the bool tensor of its locked mask entries (None when nothing is locked)."""
 
 
 def _selector(spec, old_threshold):
@@ -114,28 +103,36 @@ class Pruning(object):
   """Builds the ops that recompute masks from the weights' magnitudes.
 
   Args:
-    spec: an hparams object from `get_pruning_hparams()` (None: defaults).
+    spec: an hparams object from `get_pruning_hparams()`, or a `PruningSpec`
+      (None: the defaults).
     global_step: int scalar tensor; default the graph's global step.
     sparsity: optional float scalar tensor that replaces the schedule; weights
       in `weight_sparsity_map` then get `sparsity * target / target_sparsity`.
+    schedule: optional callable `schedule(step) -> float scalar tensor`, the
+      sparsity at the int64 global step; replaces the spec's schedule. Weights
+      in `weight_sparsity_map` get `schedule.with_target(target)(step)` if the
+      schedule has `with_target`, else the scaling of `sparsity`.
 
   Raises:
-    ValueError: an hparam is out of range, or there is no global step.
+    ValueError: an hparam is out of range, there is no global step, the
+      schedule is not callable or returns no scalar, or both `sparsity` and
+      `schedule` are given.
   """
 
-  def __init__(self, spec=None, global_step=None, sparsity=None):
-    self._spec = spec if spec is not None else get_pruning_hparams()
-    validate_hparams(self._spec)
-    self._weight_sparsity = RegexMap('weight_sparsity_map',
-                                     self._spec.weight_sparsity_map,
-                                     _sparsity_value)
-    self._block_dims = RegexMap('block_dims_map', self._spec.block_dims_map,
-                                _block_dims)
-    self._granularity = RegexMap('granularity_map', self._spec.granularity_map,
-                                 parse_granularity)
-    self._do_not_prune = [re.compile(r) for r in self._spec.do_not_prune if r]
-    self._global_groups = global_pruning.parse_groups(
-        self._spec.global_pruning_groups)
+  def __init__(self, spec=None, global_step=None, sparsity=None, schedule=None):
+    if isinstance(spec, PruningSpec):
+      self._hparams, self._spec = spec.to_hparams(), spec
+    else:
+      self._hparams = spec if spec is not None else get_pruning_hparams()
+      self._spec = PruningSpec.from_hparams(self._hparams)
+    if sparsity is not None and schedule is not None:
+      raise ValueError('Pruning takes sparsity= (a tensor) or schedule= (a '
+                       'callable), not both; got sparsity=%r and schedule=%r'
+                       % (sparsity, schedule))
+    if schedule is not None and not callable(schedule):
+      raise ValueError('schedule must be a callable step -> sparsity tensor, '
+                       'e.g. tf1prune.PolynomialDecaySparsity(0.0, 0.9), got %r'
+                       % (schedule,))
     if global_step is None:
       global_step = tf.train.get_global_step()
     if global_step is None:
@@ -144,9 +141,10 @@ class Pruning(object):
                        'tf.train.get_or_create_global_step()')
     self._global_step = tf.cast(global_step, tf.int64)
     self._external_sparsity = sparsity
+    self._schedule = schedule if schedule is not None else self._spec.schedule
     with tf.name_scope(self._spec.name):
       self._sparsity = (sparsity if sparsity is not None
-                        else self._scheduled(self._spec.target_sparsity))
+                        else self._scheduled(self._schedule))
     with tf.variable_scope(self._spec.name, reuse=tf.AUTO_REUSE):
       self._last_update_step = tf.get_variable(
           'last_mask_update_step', [], tf.int32,
@@ -156,7 +154,18 @@ class Pruning(object):
 
   @property
   def spec(self):
+    """The hparams object (a `PruningSpec` given is returned as hparams)."""
+    return self._hparams
+
+  @property
+  def pruning_spec(self):
+    """The `PruningSpec` parsed from the hparams."""
     return self._spec
+
+  @property
+  def schedule(self):
+    """The schedule, `step -> sparsity` (None when `sparsity` was given)."""
+    return None if self._external_sparsity is not None else self._schedule
 
   @property
   def sparsity(self):
@@ -168,89 +177,85 @@ class Pruning(object):
     """The int32 variable holding the step of the last mask update."""
     return self._last_update_step
 
-  def _scheduled(self, target):
-    hp = self._spec
-    return schedule.sparsity_tensor(
-        self._global_step, hp.initial_sparsity, target,
-        hp.sparsity_function_begin_step, hp.sparsity_function_end_step,
-        hp.sparsity_function_exponent)
+  def _scheduled(self, schedule):
+    value = tf.convert_to_tensor(schedule(self._global_step))
+    if value.get_shape().ndims not in (None, 0):
+      raise ValueError('schedule(step) must return a scalar sparsity; %r '
+                       'returned shape %s' % (schedule, value.get_shape()))
+    if value.dtype.base_dtype != tf.float32:
+      value = tf.cast(value, tf.float32)
+    return value
 
-  def _sparsity_for(self, name):
-    target = self._weight_sparsity.lookup(name)
+  def _sparsity_for(self, weight):
+    """The sparsity tensor of `weight` (a `WeightSpec`)."""
+    target = weight.target_sparsity
     if target is None:
       return self._sparsity
-    if self._external_sparsity is not None:
-      scale = target / self._spec.target_sparsity if self._spec.target_sparsity else 0.0
-      return tf.minimum(self._external_sparsity * scale, 1.0)
-    return self._scheduled(target)
-
-  def _granularity_for(self, name):
-    hp = self._spec
-    structured = self._granularity.lookup(name)
-    if structured is not None:
-      if self._block_dims.lookup(name) is not None:
-        raise ValueError('weight %s is in both granularity_map and '
-                         'block_dims_map; keep it in one of them' % name)
-      # Frozen N:M reads the current mask; _prunable() ran outside any cond.
-      mask = self._masks_by_name[name] if structured.frozen else None
-      return structured.build(hp.group_importance, mask)
-    dims = self._block_dims.lookup(name, (hp.block_height, hp.block_width))
-    if tuple(dims) == (1, 1):
-      return Element()
-    return Block(dims[0], dims[1], hp.block_pooling_function)
+    if (self._external_sparsity is None and
+        hasattr(self._schedule, 'with_target')):
+      return self._scheduled(self._schedule.with_target(target))
+    global_target = self._spec.target_sparsity
+    scale = target / global_target if global_target else 0.0
+    return tf.minimum(self._sparsity * scale, 1.0)
 
   def _prunable(self):
+    """Returns a `_Target` per masked weight that `do_not_prune` leaves."""
     records = masked_weight_records()
     # Mask entries under a lock keep their value (tf1prune.locks).
-    self._frozen = locks.frozen_mask_regions(records)
+    frozen = locks.frozen_mask_regions(records)
     names = [r.name for r in records]
-    self._masks_by_name = {r.name: r.mask for r in records}
-    for name, regex_map in (('weight_sparsity_map', self._weight_sparsity),
-                            ('block_dims_map', self._block_dims),
-                            ('granularity_map', self._granularity)):
-      unmatched = regex_map.unmatched(names)
-      if unmatched:
-        tf.logging.warning('%s entries %s match no masked weight (%s)', name,
-                           unmatched, ', '.join(names))
-    # do_not_prune names layers: contrib matched the mask's name, so a regex
-    # may match the weight's name or its mask's.
-    layers = [(r.name, r.mask.op.name) for r in records]
-    unmatched = [r.pattern for r in self._do_not_prune
-                 if not any(r.search(n) for pair in layers for n in pair)]
-    if unmatched:
-      tf.logging.warning('do_not_prune entries %s match no masked weight (%s)',
+    for hparam, unmatched in self._spec.unmatched(
+        names, [r.mask.op.name for r in records]):
+      tf.logging.warning('%s entries %s match no masked weight (%s)', hparam,
                          unmatched, ', '.join(names))
-    return [r for r, pair in zip(records, layers)
-            if not any(regex.search(n) for regex in self._do_not_prune
-                       for n in pair)]
+    targets = [_Target(r, self._spec.weight(r.name, r.mask), frozen.get(r.name))
+               for r in records]
+    return [t for t in targets if t.spec.pruned]
 
-  def _mask_assign_ops(self, records):
-    """Returns the assign ops of the masks and thresholds of `records`."""
+  def _group_masks(self, targets):
+    """Returns {weight name: (mask, threshold)} of the global pruning groups."""
+    members = collections.OrderedDict(
+        (pattern, []) for pattern in self._spec.global_pruning_groups.patterns)
+    for target in targets:
+      if target.spec.group is not None:
+        members[target.spec.group].append(target)
+    results = {}
+    for pattern, group in members.items():
+      if not group:
+        tf.logging.warning('global_pruning_groups entry %r matches no prunable '
+                           'weight', pattern)
+        continue
+      with tf.name_scope('global_pruning'):
+        masks = global_pruning.global_masks(
+            [(t.record.weight, t.spec.granularity) for t in group],
+            self._sparsity, _selector(self._spec, group[0].record.threshold))
+      results.update(zip([t.record.name for t in group], masks))
+    return results
+
+  def _mask_assign_ops(self, targets):
+    """Returns the assign ops of the masks and thresholds of `targets`."""
     ops = []
-    grouped = global_pruning.group_masks(
-        self._global_groups, records, self._granularity_for, self._sparsity,
-        lambda r: _selector(self._spec, r.threshold),
-        lambda name: self._weight_sparsity.lookup(name) is not None)
-    for record in records:
+    grouped = self._group_masks(targets)
+    for target in targets:
+      record = target.record
       with tf.name_scope(record.name + '_pruning_ops'):
         if record.name in grouped:
           mask, threshold = grouped[record.name]
         else:
           select = _selector(self._spec, record.threshold)
-          mask, threshold = self._granularity_for(record.name).compute_mask(
-              record.weight, self._sparsity_for(record.name), select)
+          mask, threshold = target.spec.granularity.compute_mask(
+              record.weight, self._sparsity_for(target.spec), select)
         ops.append(_non_finite_warning(record, self._global_step))
         ops.append(tf.assign(record.threshold, threshold))
         mask = tf.cast(mask, record.mask.dtype.base_dtype)
-        if record.name in self._frozen:
-          mask = tf.where(self._frozen[record.name], record.mask.read_value(),
-                          mask)
+        if target.frozen is not None:
+          mask = tf.where(target.frozen, record.mask.read_value(), mask)
         ops.append(tf.assign(record.mask, mask))
     return ops
 
-  def _build_update(self, records):
+  def _build_update(self, targets):
     with tf.name_scope(self._spec.name):
-      assigns = self._mask_assign_ops(records)
+      assigns = self._mask_assign_ops(targets)
       with tf.control_dependencies(assigns):
         step = tf.assign(self._last_update_step,
                          tf.cast(self._global_step, tf.int32),
@@ -273,18 +278,19 @@ class Pruning(object):
     evaluates that predicate and nothing else.
     """
     if self._conditional_op is None:
-      hp = self._spec
+      spec = self._spec
       # Read outside the cond: under TF2 its branches are separate graphs.
-      records = self._prunable()
-      with tf.name_scope(hp.name + '_conditional'):
+      targets = self._prunable()
+      with tf.name_scope(spec.name + '_conditional'):
         step = self._global_step
         in_range = tf.logical_and(
-            step >= hp.begin_pruning_step,
-            tf.logical_or(step <= hp.end_pruning_step, hp.end_pruning_step < 0))
+            step >= spec.begin_pruning_step,
+            tf.logical_or(step <= spec.end_pruning_step,
+                          spec.end_pruning_step < 0))
         due = (tf.cast(self._last_update_step, tf.int64) +
-               hp.pruning_frequency) <= step
+               spec.pruning_frequency) <= step
         self._conditional_op = tf.cond(
-            tf.logical_and(in_range, due), lambda: self._build_update(records),
+            tf.logical_and(in_range, due), lambda: self._build_update(targets),
             tf.no_op, name='conditional_mask_update')
     return self._conditional_op
 

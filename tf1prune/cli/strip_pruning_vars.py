@@ -25,6 +25,7 @@ import sys
 import tempfile
 
 from tf1prune.cli._common import Parser, fail, parse, quiet_tensorflow, usage_error
+from tf1prune.export._names import output_names
 
 __all__ = ['main', 'parse_args']
 
@@ -76,9 +77,9 @@ def parse_args(argv):
                       help='also remove the output channels whose filters are '
                            'all zero, and the inputs that read them')
   args = parse(parser, argv)
-  args.output_node_names = [n.strip() for n in
-                            args.output_node_names.split(',') if n.strip()]
-  if not args.output_node_names:
+  try:
+    args.output_node_names = output_names(args.output_node_names)
+  except ValueError:
     usage_error(PROG, '--output_node_names is empty; name the output nodes, e.g. '
                  '--output_node_names=logits/BiasAdd')
   if not args.filename or os.path.basename(args.filename) != args.filename:
@@ -95,8 +96,8 @@ def _check_writable(directory, flag):
 
 
 def _write_json(path, data):
-  from tf1prune.export import _graph_io as graph_io  # pylint: disable=g-import-not-at-top
-  with graph_io.write_atomically(path) as f:
+  from tf1prune.export._atomic import write_atomically  # pylint: disable=g-import-not-at-top
+  with write_atomically(path) as f:
     f.write((json.dumps(data, indent=2, sort_keys=True) + '\n').encode())
 
 

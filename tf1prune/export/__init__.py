@@ -16,6 +16,16 @@ writes files, so it runs in a process of its own (`strip_pruning_vars`,
   zero, and the inputs that read them (`ShrinkReport`).
 - `prune_checkpoint`: one-shot pruning of a saved checkpoint.
 - `write_atomically`: a file appears whole or not at all.
+
+Inside (private modules, one concern each), in the order `strip_checkpoint`
+uses them: `_names` (output and input names), `_checkpoint` (prefix, meta
+graph, variable values), `_graph_index` (nodes by name, consumers),
+`_lazy_graph` (a GraphDef whose constants are read when written; pruning),
+`_freeze` and `_resources` (variables become constants), `_fold` (masks into
+weights), `_attrs` (attributes at their default), `_stream` and `_atomic`
+(writing), `_report` and `_table` (what was written). Shrinking: `_shrink`,
+`_shrink_graph`, `_shrink_border`, `_shrink_report`. Checkpoint pruning:
+`_checkpoint_prune`. `_graph_io` keeps the old `tf1prune.graph_io` names.
 """
 
 from tf1prune.export._checkpoint_prune import CheckpointPruneError, prune_checkpoint

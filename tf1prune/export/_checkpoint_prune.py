@@ -48,8 +48,7 @@ import tempfile
 
 import numpy as np
 
-__all__ = ['CheckpointPruneError', 'parse_index', 'parse_sparsity_map',
-           'parse_zero', 'prune_checkpoint']
+from tf1prune.export import _checkpoint
 
 _OWN_SUFFIXES = ('/mask', '/threshold', '/lock_mask', '/lock_value',
                  '/lock_captured', '/last_mask_update_step')
@@ -133,20 +132,18 @@ def parse_zero(text):
   return match.group('name'), parse_index(match.group('index'))
 
 
-def _resolve(checkpoint, tf):
-  """Returns the checkpoint prefix for a prefix or a folder."""
-  if os.path.isdir(checkpoint):
-    prefix = tf.train.latest_checkpoint(checkpoint)
-    if prefix is None:
+def _resolve(checkpoint):
+  """Returns the checkpoint prefix for a prefix or a folder (any gfile path)."""
+  try:
+    return _checkpoint.checkpoint_prefix(checkpoint)
+  except _checkpoint.NoCheckpoint as e:
+    if e.reason == e.NONE_SAVED:
       raise CheckpointPruneError('--checkpoint folder %s has no checkpoint '
                                  '(no "checkpoint" state file naming one)' %
                                  checkpoint)
-    return prefix
-  if not os.path.exists(checkpoint + '.index'):
     raise CheckpointPruneError('--checkpoint %s is neither a folder nor a '
                                'checkpoint prefix (no %s.index)' %
                                (checkpoint, checkpoint))
-  return checkpoint
 
 
 def _graph_links(prefix, tf, names):
@@ -158,7 +155,7 @@ def _graph_links(prefix, tf, names):
   """
   masks, thresholds, locks, trainable = {}, {}, {}, None
   meta = prefix + '.meta'
-  if os.path.exists(meta):
+  if tf.io.gfile.exists(meta):
     from tf1prune.locks import lock_records
     from tf1prune.masking import masked_weight_records
     with tf.Graph().as_default() as graph:
@@ -274,8 +271,8 @@ def _write(values, dtypes, prefix, output_dir, tf):
       saver = tf.train.Saver(variables, sharded=False)
       saver.save(sess, os.path.join(temp, basename), write_meta_graph=False,
                  write_state=False)
-    if os.path.exists(prefix + '.meta'):
-      shutil.copyfile(prefix + '.meta', os.path.join(temp, basename + '.meta'))
+    if tf.io.gfile.exists(prefix + '.meta'):
+      tf.io.gfile.copy(prefix + '.meta', os.path.join(temp, basename + '.meta'))
     with open(os.path.join(temp, 'checkpoint'), 'w') as f:
       f.write('model_checkpoint_path: %s\nall_model_checkpoint_paths: %s\n'
               % (json.dumps(basename), json.dumps(basename)))
@@ -314,7 +311,7 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None):
     raise CheckpointPruneError('--output_dir %s exists; give a new folder (the '
                                'pruned checkpoint is never written over '
                                'anything)' % output_dir)
-  prefix = _resolve(checkpoint, tf)
+  prefix = _resolve(checkpoint)
   try:
     reader = tf.train.NewCheckpointReader(prefix)
   except Exception as e:  # pylint: disable=broad-except

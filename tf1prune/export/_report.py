@@ -21,7 +21,7 @@ import collections
 
 import numpy as np
 
-__all__ = ['LayerStats', 'StripReport']
+from tf1prune.export._table import count, ratio, table
 
 
 class LayerStats(collections.namedtuple(
@@ -116,41 +116,22 @@ class StripReport(object):
   def format_table(self):
     """Returns the report as the text table the strip script prints."""
     rows = [(layer.name, 'x'.join(str(d) for d in layer.shape) or 'scalar',
-             '{:,}'.format(layer.size), '{:,}'.format(layer.nonzeros),
+             count(layer.size), count(layer.nonzeros),
              '{:.2%}'.format(layer.sparsity)) for layer in self.layers]
-    rows.append(('total (%d masked)' % len(self.layers), '',
-                 '{:,}'.format(self.total_size),
-                 '{:,}'.format(self.total_nonzeros),
-                 '{:.2%}'.format(self.total_sparsity)))
-    header = ('layer', 'shape', 'weights', 'nonzeros', 'sparsity')
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
-
-    def line(row):
-      return '  '.join([row[0].ljust(widths[0]), row[1].ljust(widths[1])] +
-                       [c.rjust(w) for c, w in zip(row[2:], widths[2:])])
-
-    rule = '-' * len(line(header))
+    total = ('total (%d masked)' % len(self.layers), '',
+             count(self.total_size), count(self.total_nonzeros),
+             '{:.2%}'.format(self.total_sparsity))
+    smaller = ratio(self.dense_file_bytes_gzip, self.file_bytes_gzip)
     out = ['checkpoint: %s' % self.checkpoint,
            'output:     %s (%s nodes; outputs %s)' % (
-               self.output_path, self.num_nodes, ', '.join(self.output_nodes)),
-           line(header), rule]
-    out.extend(line(r) for r in rows[:-1])
-    out.extend([rule, line(rows[-1]), '',
-                'file size      %s  (dense weights: %s)' % (
-                    _bytes(self.file_bytes), _bytes(self.dense_file_bytes)),
-                'gzip size      %s  (dense weights: %s, %s)' % (
-                    _bytes(self.file_bytes_gzip),
-                    _bytes(self.dense_file_bytes_gzip),
-                    _ratio(self.dense_file_bytes_gzip,
-                           self.file_bytes_gzip))])
+               self.output_path, self.num_nodes, ', '.join(self.output_nodes))]
+    out.extend(table(('layer', 'shape', 'weights', 'nonzeros', 'sparsity'),
+                     rows, total))
+    out.extend(['',
+                'file size      %s B  (dense weights: %s B)' % (
+                    count(self.file_bytes), count(self.dense_file_bytes)),
+                'gzip size      %s B  (dense weights: %s B, %s)' % (
+                    count(self.file_bytes_gzip),
+                    count(self.dense_file_bytes_gzip),
+                    'n/a' if smaller is None else '%.2fx smaller' % smaller)])
     return '\n'.join(out)
-
-
-def _bytes(n):
-  return '{:,} B'.format(n)
-
-
-def _ratio(dense, stripped):
-  if not stripped:
-    return 'n/a'
-  return '%.2fx smaller' % (dense / float(stripped))

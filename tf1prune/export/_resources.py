@@ -27,9 +27,9 @@ import re
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export import _graph_io as graph_io
-
-__all__ = ['Variable', 'values_for_variables']
+from tf1prune.export import _stream
+from tf1prune.export._attrs import attr_functions
+from tf1prune.export._graph_index import GraphIndex
 
 _REF_OPS = {'RefIdentity': 'Identity', 'RefEnter': 'Enter',
             'RefSwitch': 'Switch', 'RefMerge': 'Merge', 'RefExit': 'Exit',
@@ -60,6 +60,11 @@ class Variable(collections.namedtuple('Variable', ['name', 'dtype', 'shape'])):
   """A frozen variable: its node name, dtype enum and `TensorShapeProto`."""
 
 
+def _data_position(node, index):
+  """Position of input `index` of `node` among its data inputs."""
+  return index - sum(1 for ref in node.input[:index] if ref.startswith('^'))
+
+
 def _set_shapes(attrs, key, index, shape):
   """Sets entry `index` (None: every entry) of list-of-shapes attr `key`."""
   if key not in attrs:
@@ -80,13 +85,13 @@ class _Converter(object):
   def __init__(self, graph_def):
     self._graph_def = graph_def
     self._functions = {f.signature.name: f for f in graph_def.library.function}
-    self._consumers = {}
+    self._indexes = {}
     self._done = collections.defaultdict(set)
     self._uses = collections.Counter()
     bodies = [graph_def.node] + [f.node_def for f in graph_def.library.function]
     for nodes in bodies:
       for node in nodes:
-        self._uses.update(graph_io.attr_functions(node.attr))
+        self._uses.update(attr_functions(node.attr))
         if node.op in self._functions:
           self._uses[node.op] += 1
 
@@ -95,21 +100,13 @@ class _Converter(object):
       return self._graph_def.node
     return self._functions[scope].node_def
 
-  def _consumers_of(self, scope):
-    """{tensor ref: [(node, data input position)]} of a scope (cached)."""
-    if scope not in self._consumers:
-      table = collections.defaultdict(list)
-      for node in self._nodes(scope):
-        position = 0
-        for ref in node.input:
-          if ref.startswith('^'):
-            continue
-          if scope is None:
-            ref = '%s:%d' % graph_io.split_input(ref)
-          table[ref].append((node, position))
-          position += 1
-      self._consumers[scope] = table
-    return self._consumers[scope]
+  def _consumers_of(self, scope, ref):
+    """[(node, data input position)] reading tensor `ref` in a scope."""
+    if scope not in self._indexes:
+      self._indexes[scope] = GraphIndex(self._nodes(scope),
+                                        function=scope is not None)
+    return [(node, _data_position(node, index)) for node, index in
+            self._indexes[scope].consumers_of(ref)]
 
   def _ref(self, scope, node, output_name, index):
     if scope is None:
@@ -123,7 +120,7 @@ class _Converter(object):
     if ref in self._done[scope]:
       return
     self._done[scope].add(ref)
-    for node, position in list(self._consumers_of(scope).get(ref, ())):
+    for node, position in self._consumers_of(scope, ref):
       self._convert_node(scope, node, position, var)
 
   def _convert_node(self, scope, node, position, var):
@@ -170,7 +167,7 @@ class _Converter(object):
       return
     node.op = 'GatherV2'
     batch_dims = node.attr['batch_dims'].i if 'batch_dims' in node.attr else 0
-    axis = graph_io.const_node(node.name + '/axis', tf.int32.as_datatype_enum)
+    axis = _stream.const_node(node.name + '/axis', tf.int32.as_datatype_enum)
     axis.attr['value'].tensor.CopyFrom(
         tf.make_tensor_proto(batch_dims, dtype=tf.int32))
     node.attr['Taxis'].type = tf.int32.as_datatype_enum
@@ -184,7 +181,7 @@ class _Converter(object):
     control = [i for i in node.input if i.startswith('^')]
     del node.input[:]
     node.input.extend(data[:2] + [ref] + control)
-    self._consumers.pop(scope, None)
+    self._indexes.pop(scope, None)
 
   def _rename_output(self, scope, node_name, old, new):
     """In function `scope`, refers to `node:old:i` as `node:new:i`."""
@@ -198,7 +195,7 @@ class _Converter(object):
     for key, ref in list(function.ret.items()):
       if ref.startswith(prefix):
         function.ret[key] = replacement + ref[len(prefix):]
-    self._consumers.pop(scope, None)
+    self._indexes.pop(scope, None)
 
   def _own(self, name):
     """Returns `name`, or a private copy of it when others call it too."""

@@ -19,9 +19,6 @@ the interior value can be added back as a constant map.
 
 import numpy as np
 
-__all__ = ['conv_pads', 'constant_response']
-
-
 def conv_pads(size, kernel, strides, dilations, padding, explicit=None):
   """Returns the zero padding TF's Conv2D applies, [(top, bottom), (left, right)].
 

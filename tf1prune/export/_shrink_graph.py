@@ -9,10 +9,10 @@
     >>> view.exclusive_const(view.nodes['y'], 1), view.shapes['y']
     ('w', [None, 1])
 
-`FrozenGraph` knows each node's data consumers, the static shape of each
-node's first output (from importing the graph), and holds the values of the
-constants it was asked for, as NumPy arrays that `shrink` edits; `changed`
-names the constants to write back.
+`FrozenGraph` is a `GraphIndex` (nodes by name, each node's data consumers)
+that also knows the static shape of each node's first output (from importing
+the graph), and holds the values of the constants it was asked for, as NumPy
+arrays that `shrink` edits; `changed` names the constants to write back.
 """
 
 import collections
@@ -20,10 +20,8 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export._graph_io import split_input
-
-__all__ = ['FrozenGraph', 'attr_ints', 'attr_str', 'split_input',
-           'static_shapes']
+from tf1prune.export._graph_index import GraphIndex
+from tf1prune.export._names import split_input
 
 
 def attr_str(node, key, default):
@@ -39,23 +37,21 @@ def attr_ints(node, key, default):
   return list(node.attr[key].list.i)
 
 
-class FrozenGraph(object):
-  """A mutable view of a frozen GraphDef: consumers, shapes, const values."""
+class FrozenGraph(GraphIndex):
+  """A mutable view of a frozen GraphDef: consumers, shapes, const values.
+
+  `nodes` and `users` (name -> [(node, input index, port)]) are the
+  `GraphIndex`'s, kept up to date by `shrink` as it edits the graph.
+  """
 
   def __init__(self, graph_def, outputs):
+    super(FrozenGraph, self).__init__(graph_def.node)
     self.graph_def = graph_def
     self.outputs = set(outputs)
-    self.nodes = {node.name: node for node in graph_def.node}
     missing = [n for n in outputs if n not in self.nodes]
     if missing:
       raise ValueError('output_node_names %s are not in the graph; pass the '
                        'names of the inference outputs' % missing)
-    self.users = collections.defaultdict(list)   # name -> [(node, index)]
-    for node in graph_def.node:
-      for index, name in enumerate(node.input):
-        source, port = split_input(name)
-        if port >= 0:
-          self.users[source].append((node, index, port))
     self.shapes = static_shapes(graph_def)
     self.values = {}
     self.changed = set()

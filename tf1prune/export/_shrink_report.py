@@ -13,7 +13,7 @@ weight plus the bias right after it.
 
 import collections
 
-__all__ = ['LayerShrink', 'ShrinkStop', 'ShrinkReport']
+from tf1prune.export._table import count, ratio, table
 
 
 class LayerShrink(collections.namedtuple('LayerShrink', [
@@ -43,10 +43,6 @@ class ShrinkStop(collections.namedtuple('ShrinkStop', [
     reason: why, in words.
     channels: how many empty output channels stay.
   """
-
-
-def _ratio(after, before):
-  return after / float(before) if before else None
 
 
 class ShrinkReport(object):
@@ -98,8 +94,8 @@ class ShrinkReport(object):
               'params_after': self.params_after,
               'flops_before': self.flops_before,
               'flops_after': self.flops_after}
-    totals['params_ratio'] = _ratio(self.params_after, self.params_before)
-    totals['flops_ratio'] = (_ratio(self.flops_after, self.flops_before)
+    totals['params_ratio'] = ratio(self.params_after, self.params_before)
+    totals['flops_ratio'] = (ratio(self.flops_after, self.flops_before)
                              if self.flops_before is not None else None)
     return {'output_nodes': list(self.output_nodes),
             'layers': [dict(layer._asdict()) for layer in self.layers],
@@ -112,11 +108,8 @@ class ShrinkReport(object):
 
   def format_table(self):
     """Returns the report as a text table (what `--shrink` prints)."""
-    def num(value):
-      return 'n/a' if value is None else '{:,}'.format(value)
-
     def arrow(before, after):
-      return '%s -> %s' % (num(before), num(after))
+      return '%s -> %s' % (count(before), count(after))
 
     rows = [(l.name, l.op, arrow(l.inputs_before, l.inputs_after),
              arrow(l.outputs_before, l.outputs_after),
@@ -124,16 +117,8 @@ class ShrinkReport(object):
              arrow(l.flops_before, l.flops_after)) for l in self.layers]
     total = ('total', '', '', '', arrow(self.params_before, self.params_after),
              arrow(self.flops_before, self.flops_after))
-    header = ('layer', 'op', 'inputs', 'outputs', 'params', 'FLOPs')
-    widths = [max(len(r[i]) for r in rows + [header, total])
-              for i in range(len(header))]
-
-    def line(row):
-      return '  '.join([row[0].ljust(widths[0]), row[1].ljust(widths[1])] +
-                       [c.rjust(w) for c, w in zip(row[2:], widths[2:])])
-
-    rule = '-' * len(line(header))
-    out = [line(header), rule] + [line(r) for r in rows] + [rule, line(total)]
+    out = table(('layer', 'op', 'inputs', 'outputs', 'params', 'FLOPs'), rows,
+                total)
     flops = self.to_dict()['totals']['flops_ratio']
     params = self.to_dict()['totals']['params_ratio']
     out.append('params x%s, FLOPs x%s' % (

@@ -19,6 +19,7 @@ Each is a small class with one method, `compute_mask(weight, sparsity,
 select)`.
 """
 
+from tf1prune.masks._coupled import coupled_filter_masks, unit_keep_count
 from tf1prune.masks._granularity import Block, Element, Granularity
 from tf1prune.masks._select import keep_count, magnitude_mask
 from tf1prune.masks._structured import (IMPORTANCES, NM, ChannelBlock, Filter,
@@ -26,4 +27,4 @@ from tf1prune.masks._structured import (IMPORTANCES, NM, ChannelBlock, Filter,
 
 __all__ = ['Block', 'ChannelBlock', 'Element', 'Filter', 'Granularity',
            'IMPORTANCES', 'InputChannel', 'Kernel', 'NM', 'keep_count',
-           'magnitude_mask']
+           'coupled_filter_masks', 'magnitude_mask', 'unit_keep_count']

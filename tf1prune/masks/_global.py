@@ -17,7 +17,8 @@ threshold, and exactly `round(n * sparsity)` of their `n` scores are dropped in
 total, so a layer of large weights keeps more than a layer of small ones. Each
 regex is its own group; weights in no group keep their per-layer threshold.
 A group uses the global schedule's sparsity: a member may not also be in
-`weight_sparsity_map`, and a weight matching two groups is an error.
+`weight_sparsity_map`, and a weight matching two groups is an error
+(`tf1prune.spec.PruningSpec.group` decides the members).
 
 `global_masks` works with any granularity: it asks each member's granularity
 for its group scores, selects over their concatenation, and hands each member
@@ -25,29 +26,9 @@ its slice back (`compute_mask` is a pure function, so calling it twice costs
 graph size, not state).
 """
 
-import re
-
 import tensorflow.compat.v1 as tf
 
-__all__ = ['global_masks', 'group_masks', 'parse_groups']
-
-
-def parse_groups(entries):
-  """Returns the compiled regexes of `global_pruning_groups` ('' skipped).
-
-  Raises:
-    ValueError: an entry is not a valid regex.
-  """
-  groups = []
-  for entry in entries:
-    if not entry:
-      continue
-    try:
-      groups.append(re.compile(entry))
-    except re.error as e:
-      raise ValueError('global_pruning_groups entry %r is not a valid regex: '
-                       '%s' % (entry, e))
-  return groups
+__all__ = ['global_masks']
 
 
 def global_masks(members, sparsity, select):
@@ -84,47 +65,4 @@ def global_masks(members, sparsity, select):
 
     results.append((granularity.compute_mask(weight, sparsity, given)[0],
                     threshold))
-  return results
-
-
-def group_masks(groups, records, granularity_for, sparsity, select_for,
-                own_sparsity=None):
-  """Returns {record name: (mask, threshold)} for the grouped records.
-
-  Args:
-    groups: compiled regexes from `parse_groups`.
-    records: the prunable `MaskedWeight`s, in order.
-    granularity_for: name -> granularity.
-    sparsity: the group sparsity tensor.
-    select_for: record -> select function (its threshold smooths the group's).
-    own_sparsity: optional name -> bool: the weight has a sparsity of its own.
-
-  Raises:
-    ValueError: a record matches two groups, or is in a group and has a
-      sparsity of its own.
-  """
-  members = [[] for _ in groups]
-  for record in records:
-    hits = [i for i, regex in enumerate(groups) if regex.search(record.name)]
-    if len(hits) > 1:
-      raise ValueError('weight %s matches several global_pruning_groups: %s; '
-                       'make them exclusive' % (record.name, ', '.join(
-                           groups[i].pattern for i in hits)))
-    if hits:
-      if own_sparsity is not None and own_sparsity(record.name):
-        raise ValueError('weight %s is in global_pruning_groups (%s) and in '
-                         'weight_sparsity_map; a group has one sparsity, '
-                         'remove it from one of them' %
-                         (record.name, groups[hits[0]].pattern))
-      members[hits[0]].append(record)
-  results = {}
-  for regex, group in zip(groups, members):
-    if not group:
-      tf.logging.warning('global_pruning_groups entry %r matches no prunable '
-                         'weight', regex.pattern)
-      continue
-    with tf.name_scope('global_pruning'):
-      masks = global_masks([(r.weight, granularity_for(r.name)) for r in group],
-                           sparsity, select_for(group[0]))
-    results.update(zip([r.name for r in group], masks))
   return results

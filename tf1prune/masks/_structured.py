@@ -28,11 +28,9 @@ conv kernels `[kh, kw, in, out]`, dense weights `[in, out]`.
 
 `NM` ignores the scheduled value (its sparsity is `1 - n/m`): it prunes once the
 scheduled sparsity is above 0, so the schedule decides when, not how much.
-`granularity_from_string` reads the `granularity_map` hparam's values.
+The `granularity_map` hparam's values name these classes; `tf1prune.spec`
+parses them.
 """
-
-import collections
-import re
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -40,8 +38,7 @@ import tensorflow.compat.v1 as tf
 from tf1prune.masks._granularity import Element, Granularity
 
 __all__ = ['IMPORTANCES', 'Kernel', 'Filter', 'InputChannel', 'ChannelBlock',
-           'NM', 'GranularitySpec', 'parse_granularity',
-           'granularity_from_string']
+           'NM']
 
 IMPORTANCES = ('l1', 'l2', 'max')
 
@@ -305,69 +302,3 @@ class NM(Granularity):
   def __repr__(self):
     return 'NM(%d, %d, frozen=%s)' % (self.n, self.m,
                                        self.previous_mask is not None)
-
-
-class GranularitySpec(collections.namedtuple('GranularitySpec',
-                                             ['kind', 'args', 'frozen'])):
-  """A parsed `granularity_map` value; `build()` makes the granularity."""
-
-  def build(self, importance='l1', previous_mask=None):
-    """Returns the `Granularity` for this spec.
-
-    Args:
-      importance: 'l1', 'l2' or 'max' (ignored by element and N:M).
-      previous_mask: the weight's mask variable; needed for frozen N:M.
-
-    Raises:
-      ValueError: frozen N:M without `previous_mask`, or a bad importance.
-    """
-    if self.kind == 'element':
-      return Element()
-    if self.kind == 'nm':
-      if self.frozen and previous_mask is None:
-        raise ValueError('frozen N:M needs previous_mask, the mask variable')
-      return NM(self.args[0], self.args[1],
-                previous_mask if self.frozen else None)
-    if self.kind == 'block':
-      return ChannelBlock(self.args, importance)
-    return {'kernel': Kernel, 'filter': Filter,
-            'input_channel': InputChannel}[self.kind](importance)
-
-
-_NM = re.compile(r'^(\d+)of(\d+)(_frozen)?$')
-_BLOCK = re.compile(r'^block(-?\d+(?:x-?\d+)+)$')
-_SIMPLE = ('element', 'kernel', 'filter', 'input_channel')
-
-
-def parse_granularity(text):
-  """Parses one `granularity_map` value into a `GranularitySpec`.
-
-  Values: `element`, `kernel`, `filter`, `input_channel`, `block<H>x<W>`
-  (or one size per axis, `block1x1x4x4`; -1 is the whole axis), `<N>of<M>` and
-  `<N>of<M>_frozen` (N:M along the inputs, e.g. `2of4`).
-
-  Raises:
-    ValueError: `text` is none of these.
-  """
-  value = text.strip().lower()
-  if value in _SIMPLE:
-    return GranularitySpec(value, (), False)
-  match = _NM.match(value)
-  if match:
-    n, m = int(match.group(1)), int(match.group(2))
-    NM(n, m)  # validates
-    return GranularitySpec('nm', (n, m), bool(match.group(3)))
-  match = _BLOCK.match(value)
-  if match:
-    dims = tuple(int(d) for d in match.group(1).split('x'))
-    ChannelBlock(dims)  # validates
-    return GranularitySpec('block', dims, False)
-  raise ValueError(
-      'unknown granularity %r; use element, kernel, filter, input_channel, '
-      'block<H>x<W> (e.g. block4x4), <N>of<M> or <N>of<M>_frozen (e.g. 2of4)'
-      % text)
-
-
-def granularity_from_string(text, importance='l1', previous_mask=None):
-  """Returns the `Granularity` named by `text` (see `parse_granularity`)."""
-  return parse_granularity(text).build(importance, previous_mask)
