@@ -1,6 +1,8 @@
 # Sourced by bin/ scripts: creates (once) and activates the project's venvs.
 #   .venv/tf2: Python 3.11+ with the newest TensorFlow 2.x (tensorflow-cpu)
 #   .venv/tf1: Python 3.7 (pyenv 3.7.16, or $TF1PRUNE_PY37) with TensorFlow 1.15.5
+#   .venv/deploy: like tf2, plus the converters of bin/check_deploy (setup.py's
+#     `deploy` extra: tf2onnx, onnxruntime, openvino)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENVS=${TF1PRUNE_VENVS:-$ROOT/.venv}
 # cifar10_example/ and bench/ are not installed: they run from this checkout.
@@ -23,7 +25,7 @@ _py37() {
   command -v python3.7 || true
 }
 
-# ensure_venv tf1|tf2: creates the venv on first use, prints its python.
+# ensure_venv tf1|tf2|deploy: creates the venv on first use, prints its python.
 ensure_venv() {
   local stack=$1 dir="$VENVS/$1" py
   if [ ! -x "$dir/bin/python" ] || [ ! -f "$dir/.ready" ]; then
@@ -44,6 +46,9 @@ ensure_venv() {
       _pip "$dir" tensorflow-cpu tf-slim pytest hypothesis scikit-learn || return 1
     fi
     _pip "$dir" --no-deps -e "$ROOT" || return 1
+    if [ "$stack" = deploy ]; then
+      _pip "$dir" -e "$ROOT[deploy]" || return 1
+    fi
     touch "$dir/.ready"
   fi
   echo "$dir/bin/python"

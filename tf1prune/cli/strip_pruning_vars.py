@@ -12,8 +12,10 @@ Flags: `--checkpoint_dir` (alias `--checkpoint_path`), `--output_node_names`
 (comma-separated), `--output_dir` (default: the current directory, created if
 missing), `--filename` (default `pruning_stripped.pb`), `--report_json PATH`,
 `--allow_no_masks`, `--shrink` (also remove the output channels whose filters
-are entirely zero, `tf1prune.shrink`). Prints the per-layer sparsity table of
-the written graph (and with `--shrink` the parameters and FLOPs per layer).
+are entirely zero, `tf1prune.shrink`), `--tflite PATH` (TF 2.x: also write a
+TFLite model, sparse-encoded when that is smaller). Prints the per-layer
+sparsity table of the written graph (with `--shrink` the parameters and FLOPs
+per layer, with `--tflite` its size and max diff against the .pb).
 On bad input it prints one line to stderr and exits non-zero, with no output
 file left behind; the checkpoint is only read.
 """
@@ -76,6 +78,9 @@ def parse_args(argv):
                       type=_bool,
                       help='also remove the output channels whose filters are '
                            'all zero, and the inputs that read them')
+  parser.add_argument('--tflite', default=None, metavar='PATH',
+                      help='TF 2.x: also write a TFLite model of the .pb to '
+                           'PATH (sparse encoding when smaller)')
   args = parse(parser, argv)
   try:
     args.output_node_names = output_names(args.output_node_names)
@@ -116,9 +121,15 @@ def _run(args):
     os.makedirs(output_dir)
   try:
     _check_writable(output_dir, '--output_dir')
-    if args.report_json:
-      _check_writable(os.path.dirname(os.path.abspath(args.report_json)),
-                      '--report_json directory')
+    for flag, value in (('--report_json', args.report_json),
+                        ('--tflite', args.tflite)):
+      if value:
+        _check_writable(os.path.dirname(os.path.abspath(value)),
+                        flag + ' directory')
+    if args.tflite and tf.__version__.startswith('1.'):
+      raise ValueError('--tflite needs TensorFlow 2.x (this is %s); with TF '
+                       '1.15 run its TFLite converter on the .pb yourself' %
+                       tf.__version__)
     path = os.path.join(output_dir, args.filename)
     # The .pb is written under a staging name and renamed last, so a failing
     # report (or shrink) leaves an older file at `path` as it was.
@@ -134,10 +145,17 @@ def _run(args):
       if args.shrink:
         from tf1prune.export import _shrink as shrink  # pylint: disable=g-import-not-at-top
         report.shrink_report = shrink.shrink_pb(staged, args.output_node_names)
+      report.tflite_report = None
+      if args.tflite:
+        from tf1prune.export import write_tflite  # pylint: disable=g-import-not-at-top
+        report.tflite_report = write_tflite(staged, args.output_node_names,
+                                            args.tflite)
       if args.report_json:
         data = report.to_dict()
         if report.shrink_report is not None:
           data['shrink'] = report.shrink_report.to_dict()
+        if report.tflite_report is not None:
+          data['tflite'] = report.tflite_report._asdict()
         _write_json(args.report_json, data)
       os.replace(staged, path)
     except BaseException:
@@ -175,6 +193,8 @@ def main(argv=None):
     print('\nshrink (channels whose filters are all zero removed):')
     print(report.shrink_report.format_table())
   print('wrote %s' % report.output_path)
+  if report.tflite_report is not None:
+    print(report.tflite_report.format())
   if args.report_json:
     print('wrote %s' % args.report_json)
   return 0

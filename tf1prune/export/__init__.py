@@ -15,6 +15,8 @@ writes files, so it runs in a process of its own (`strip_pruning_vars`,
 - `shrink_graph_def`, `shrink_pb`: remove output channels whose filters are all
   zero, and the inputs that read them (`ShrinkReport`).
 - `prune_checkpoint`: one-shot pruning of a saved checkpoint.
+- `write_tflite`: a TFLite model of a frozen graph (TF 2.x), sparse-encoded
+  when that is smaller.
 - `write_atomically`: a file appears whole or not at all.
 
 Inside (private modules, one concern each), in the order `strip_checkpoint`
@@ -35,8 +37,10 @@ from tf1prune.export._shrink import (LayerShrink, ShrinkReport, ShrinkStop,
                                      shrink_graph_def, shrink_pb)
 from tf1prune.export._strip import (graph_def_from_checkpoint, strip_checkpoint,
                                     strip_pruning_vars_fn)
+from tf1prune.export._tflite import TFLiteReport, write_tflite
 
 __all__ = ['CheckpointPruneError', 'LayerShrink', 'LayerStats', 'ShrinkReport',
            'ShrinkStop', 'StripReport', 'graph_def_from_checkpoint',
            'prune_checkpoint', 'shrink_graph_def', 'shrink_pb',
-           'strip_checkpoint', 'strip_pruning_vars_fn', 'write_atomically']
+           'strip_checkpoint', 'strip_pruning_vars_fn', 'TFLiteReport',
+           'write_atomically', 'write_tflite']

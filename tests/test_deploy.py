@@ -1,0 +1,110 @@
+"""The deployment check: its verdicts, its table, and a real run on this stack."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from tf1prune import deploy
+from tf1prune.cli import check_deploy as check_deploy_cli
+from tf1prune.deploy import Cell, format_matrix
+
+
+def _spec(name='m', made_on='TF 2.21'):
+  return dict(name=name, made_on=made_on)
+
+
+def _result(tmp_path, job, stack, consumer, value=None, error=None):
+  result = dict(job=job, stack=stack, consumer=consumer)
+  if error is not None:
+    result['error'] = error
+  else:
+    path = str(tmp_path / ('%s_%s_%s.npz' % (job, stack, consumer)).replace(
+        '/', '_').replace(' ', ''))
+    np.savez(path, np.asarray(value, np.float32))
+    result['outputs'] = path
+  return result
+
+
+def test_verdicts_against_the_session_that_made_the_graph(tmp_path):
+  ref = [1.0, -2.0, 4.0]
+  pb, control = 'TF 2.21/m/pb', 'TF 2.21/m/control'
+  results = [
+      _result(tmp_path, pb, 'TF 2.21', 'tf_session', ref),
+      _result(tmp_path, control, 'TF 2.21', 'tf_session', ref),
+      # within 1e-4 of max|y| = 4: ok
+      _result(tmp_path, pb, 'TF 2.21', 'tflite', [1.0, -2.0, 4.0003]),
+      _result(tmp_path, control, 'TF 2.21', 'tflite', ref),
+      # wrong on ours only: wrong
+      _result(tmp_path, pb, 'TF 1.15', 'tflite', [1.0, -2.0, 4.5]),
+      _result(tmp_path, control, 'TF 1.15', 'tflite', ref),
+      # fails on ours and on the control: the converter's limit
+      _result(tmp_path, pb, 'TF 2.21', 'onnxruntime', error='E: While'),
+      _result(tmp_path, control, 'TF 2.21', 'onnxruntime', error='E: While'),
+      # fails on ours only: fails
+      _result(tmp_path, pb, 'TF 2.21', 'openvino', error='E: no'),
+      _result(tmp_path, control, 'TF 2.21', 'openvino', ref)]
+  cells = {c.consumer: c for c in deploy._cells([_spec()], results)}
+  assert cells['tf_session @ TF 2.21'].status == 'ok'
+  assert cells['tflite @ TF 2.21'].status == 'ok'
+  assert cells['tflite @ TF 2.21'].max_diff == pytest.approx(0.0003 / 4, rel=1e-3)
+  assert cells['tflite @ TF 1.15'].status == 'wrong'
+  assert cells['tflite @ TF 1.15'].max_diff == pytest.approx(0.5 / 4, rel=1e-6)
+  assert cells['onnxruntime @ TF 2.21'].status == 'limit'
+  assert cells['openvino @ TF 2.21'].status == 'fails'
+  assert cells['openvino @ TF 2.21'].detail == 'E: no'
+
+
+def test_a_graph_its_own_session_cannot_run_fails_in_one_cell(tmp_path):
+  results = [_result(tmp_path, 'TF 2.21/m/pb', 'TF 2.21', 'tf_session',
+                     error='ValueError: bad')]
+  (cell,) = deploy._cells([_spec()], results)
+  assert (cell.consumer, cell.status) == ('tf_session @ TF 2.21', 'fails')
+
+
+def test_matrix_orders_consumers_and_prints_each_verdict():
+  cells = [Cell('a', 'openvino @ TF 2.21', 'fails', None, 'E: x|y'),
+           Cell('a', 'tflite @ TF 1.15', 'wrong', 0.07, ''),
+           Cell('a', 'tflite @ TF 2.21', 'ok', 1.5e-7, ''),
+           Cell('a', 'tf_session @ TF 2.21', 'ok', 0.0, ''),
+           Cell('b', 'tflite @ TF 2.21', 'limit', None, 'E: While')]
+  assert format_matrix(cells).splitlines() == [
+      '| model | tf_session @ TF 2.21 | tflite @ TF 2.21 | tflite @ TF 1.15 '
+      '| openvino @ TF 2.21 |',
+      '|---|---|---|---|---|',
+      '| a | ok 0.0e+00 | ok 1.5e-07 | WRONG 7.0e-02 | FAILS: E: x/y |',
+      '| b |  | limit (control too): E: While |  |  |']
+
+
+@pytest.mark.parametrize('argv,message', [
+    (['--inputs=x:1,a'], "--inputs entry 'x:1,a' must look like name:1,8,8,3"),
+    (['--inputs=:1,2'], "--inputs entry ':1,2' has no node name"),
+    (['--pb=m.pb'], '--pb needs --inputs and --outputs')])
+def test_bad_flags_exit_2_with_one_line(argv, message, capsys):
+  assert check_deploy_cli.main(argv) == 2
+  assert capsys.readouterr().err == 'check_deploy: error: %s\n' % message
+
+
+@pytest.mark.parametrize('model', ['cnn_filter_shrunk', 'resnet_bn_shrunk',
+                                   'lstm_static'])
+def test_this_stacks_consumers_run_our_graphs_correctly(model, tmp_path):
+  """This stack builds the model and runs its session and TFLite converter."""
+  cells = deploy.check_deploy([sys.executable], str(tmp_path), [model])
+  assert [c.consumer.split(' @ ')[0] for c in cells][:2] == ['tf_session',
+                                                             'tflite']
+  bad = [(c.consumer, c.text()) for c in cells if c.status != 'ok']
+  assert not bad, bad
+
+
+def test_a_given_pb_is_checked_without_a_control(tmp_path):
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  x = tf.placeholder(tf.float32, [1, 4], name='x')
+  tf.nn.relu(tf.matmul(x, tf.constant(np.eye(4, dtype=np.float32))), name='y')
+  path = os.path.join(str(tmp_path), 'eye.pb')
+  with open(path, 'wb') as f:
+    f.write(tf.get_default_graph().as_graph_def().SerializeToString())
+  cells = deploy.check_deploy([sys.executable], str(tmp_path), pb=path,
+                              inputs=[['x', [1, 4]]], outputs=['y'])
+  assert [c.status for c in cells] == ['ok', 'ok']
+  assert cells[0].model.startswith('eye.pb (made on TF ')

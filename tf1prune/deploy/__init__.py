@@ -1,0 +1,212 @@
+"""Does every deployment stack run what tf1prune writes, and correctly?
+
+    >>> from tf1prune.deploy import Cell, format_matrix
+    >>> print(format_matrix([Cell('cnn', 'TFLite @ TF 1.15', 'wrong', 0.07, '')]))
+    | model | TFLite @ TF 1.15 |
+    |---|---|
+    | cnn | WRONG 7.0e-02 |
+
+`check_deploy` builds the model set of `tf1prune.deploy._models` (or takes one
+`.pb`), on TF 2.x and, given a TF 1.15 interpreter, on TF 1.15 too; converts
+and runs each with every consumer of each stack (sessions, both TFLite
+converters, tf2onnx + onnxruntime, OpenVINO); and compares each output with
+the session of the stack that made the graph: `ok` within 1e-4 of max|y|,
+`wrong`, `fails` (no conversion or no run). A failure or wrong output that
+the never-pruned control shows too is the converter's own `limit`. From the
+shell: `bin/check_deploy` (it builds its venv under `.venv/` on first use).
+"""
+
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+__all__ = ['Cell', 'check_deploy', 'format_matrix', 'TOLERANCE']
+
+TOLERANCE = 1e-4
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+class Cell(collections.namedtuple('Cell', ['model', 'consumer', 'status',
+                                           'max_diff', 'detail'])):
+  """One (model, consumer) result.
+
+  Attributes:
+    model: the row, e.g. 'cnn_filter_shrunk (made on TF 2.21)'.
+    consumer: the column, e.g. 'tflite @ TF 1.15'.
+    status: 'ok', 'wrong', 'fails' or 'limit'.
+    max_diff: max |output - reference| / max |reference|, or None.
+    detail: the first line of the error, or ''.
+  """
+
+  def text(self):
+    if self.status == 'ok':
+      return 'ok %.1e' % self.max_diff
+    if self.status == 'wrong':
+      return 'WRONG %.1e' % self.max_diff
+    if self.status == 'fails':
+      return 'FAILS: %s' % self.detail
+    return 'limit (control too): %s' % (self.detail or
+                                        'wrong %.1e' % self.max_diff)
+
+
+_COLUMNS = ('tf_session', 'tflite', 'onnxruntime', 'openvino')
+
+
+def _column_order(consumer):
+  name, _, stack = consumer.partition(' @ ')
+  return (_COLUMNS.index(name) if name in _COLUMNS else len(_COLUMNS),
+          [-int(p) for p in stack.split()[-1].split('.') if p.isdigit()])
+
+
+def format_matrix(cells):
+  """Cells as a Markdown table, models down, consumers across."""
+  models = list(collections.OrderedDict.fromkeys(c.model for c in cells))
+  consumers = sorted(set(c.consumer for c in cells), key=_column_order)
+  at = {(c.model, c.consumer): c.text().replace('|', '/') for c in cells}
+  lines = ['| model | %s |' % ' | '.join(consumers),
+           '|---|%s' % ('---|' * len(consumers))]
+  for model in models:
+    lines.append('| %s | %s |' % (model, ' | '.join(
+        at.get((model, c), '') for c in consumers)))
+  return '\n'.join(lines)
+
+
+def _log(message):
+  sys.stderr.write('[check_deploy] %s\n' % message)
+
+
+def _env(python):
+  """The worker's environment: this checkout first, the venv's scripts on
+  PATH (TF 1.15's TFLite converter runs its `toco_from_protos` from there)."""
+  path = os.path.dirname(os.path.abspath(python))
+  return dict(os.environ, PYTHONPATH=_ROOT, TF_CPP_MIN_LOG_LEVEL='2',
+              PATH=path + os.pathsep + os.environ.get('PATH', ''))
+
+
+def _worker(python, args):
+  env = _env(python)
+  subprocess.run([python, '-m', 'tf1prune.deploy._worker'] + args, env=env,
+                 check=True, cwd=_ROOT)
+
+
+def _relative_diff(got, want):
+  scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-12)
+  if got.shape != want.shape:
+    return float('inf')
+  return float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+
+
+def _outcome(result, reference):
+  """(status, diff, detail) of one run against its reference outputs."""
+  if 'error' in result:
+    return 'fails', None, result['error']
+  got = np.load(result['outputs'])
+  diff = max(_relative_diff(got['arr_%d' % i], want)
+             for i, want in enumerate(reference))
+  return ('ok' if diff <= TOLERANCE else 'wrong'), diff, ''
+
+
+def _cells(specs, results):
+  by_key = {(r['job'], r['stack'], r['consumer']): r for r in results}
+  cells = []
+  for spec in specs:
+    row = '%s (made on %s)' % (spec['name'], spec['made_on'])
+    outcomes = {}
+    for variant in ('pb', 'control'):
+      job = '%s/%s/%s' % (spec['made_on'], spec['name'], variant)
+      ref = by_key.get((job, spec['made_on'], 'tf_session'))
+      if ref is None or 'error' in ref:
+        outcomes[variant] = None
+        continue
+      ref_npz = np.load(ref['outputs'])
+      reference = [ref_npz['arr_%d' % i] for i in range(len(ref_npz.files))]
+      for (j, stack, consumer), result in sorted(by_key.items()):
+        if j == job:
+          outcomes.setdefault(variant, {})[(stack, consumer)] = _outcome(
+              result, reference)
+    if outcomes.get('pb') is None:
+      cells.append(Cell(row, 'tf_session @ ' + spec['made_on'], 'fails', None,
+                        'the session that made it cannot run it'))
+      continue
+    control = outcomes.get('control') or {}
+    for (stack, consumer), (status, diff, detail) in sorted(
+        outcomes['pb'].items()):
+      twin = control.get((stack, consumer))
+      if status != 'ok' and twin is not None and twin[0] != 'ok':
+        status = 'limit'
+      cells.append(Cell(row, '%s @ %s' % (consumer, stack), status, diff,
+                        detail))
+  return cells
+
+
+def _feeds(spec, work_dir):
+  rng = np.random.RandomState(0)
+  path = os.path.join(work_dir, '%s_%s_feeds.npz' % (
+      spec['made_on'].replace(' ', ''), spec['name']))
+  np.savez(path, *[rng.uniform(-1, 1, shape).astype(np.float32)
+                   for _, shape in spec['inputs']])
+  return path
+
+
+def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
+                 outputs=None):
+  """Builds (or takes) frozen graphs, runs every consumer; returns the cells.
+
+  Args:
+    pythons: list of interpreters, one per stack (e.g. the TF 2.x venv's and
+      the TF 1.15 venv's); each builds the model set and runs its consumers.
+    work_dir: where graphs and outputs go; default a new temporary folder.
+    models: names from `tf1prune.deploy._models.MODELS` (default all).
+    pb: instead of the model set, one frozen graph to check (no control).
+    inputs: with `pb`, `[[node name, shape]]`; outputs: its output nodes.
+
+  Returns:
+    A list of `Cell`.
+  """
+  work_dir = work_dir or tempfile.mkdtemp(prefix='check_deploy_')
+  specs = []
+  if pb is not None:
+    if not inputs or not outputs:
+      raise ValueError('pb=%r needs inputs=[[name, shape]] and outputs=[names]'
+                       % pb)
+    made_on = subprocess.run(
+        [pythons[0], '-c', 'from tf1prune.deploy._worker import stack_name; '
+         'print(stack_name())'], env=_env(pythons[0]), check=True, stdout=subprocess.PIPE).stdout.decode().strip()
+    specs.append(dict(name=os.path.basename(pb), pb=os.path.abspath(pb),
+                      control=None, inputs=inputs, outputs=outputs,
+                      made_on=made_on))
+  else:
+    for i, python in enumerate(pythons):
+      out = os.path.join(work_dir, 'stack%d' % i)
+      os.makedirs(out)
+      _log('building the models with %s' % python)
+      _worker(python, ['build', out, os.path.join(out, 'specs.json')] +
+              list(models or []))
+      with open(os.path.join(out, 'specs.json')) as f:
+        specs.extend(json.load(f))
+  jobs = []
+  for spec in specs:
+    feeds = _feeds(spec, work_dir)
+    for variant in ('pb', 'control'):
+      if spec.get(variant):
+        jobs.append(dict(id='%s/%s/%s' % (spec['made_on'], spec['name'],
+                                          variant),
+                         pb=spec[variant], inputs=spec['inputs'],
+                         outputs=spec['outputs'], feeds=feeds))
+  jobs_path = os.path.join(work_dir, 'jobs.json')
+  with open(jobs_path, 'w') as f:
+    json.dump(jobs, f, indent=1)
+  results = []
+  for i, python in enumerate(pythons):
+    path = os.path.join(work_dir, 'results%d.json' % i)
+    _log('running the consumers of %s' % python)
+    _worker(python, ['run', jobs_path, path])
+    with open(path) as f:
+      results.extend(json.load(f))
+  return _cells(specs, results)
