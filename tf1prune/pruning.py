@@ -65,8 +65,8 @@ def _selector(spec, old_threshold):
     if decay == 0.0:
       return new
     # A +inf old threshold (nothing finite kept last time) is not averaged.
-    return tf.where(tf.is_finite(old_threshold),
-                    decay * old_threshold + (1.0 - decay) * new, new)
+    old = tf.cast(old_threshold, new.dtype)  # the threshold has the weight dtype
+    return tf.where(tf.is_finite(old), decay * old + (1.0 - decay) * new, new)
 
   def keep(scores, t, strict):
     # NaN scores rank above everything (see thresholds.py): always kept.
@@ -240,7 +240,8 @@ class Pruning(object):
           mask, threshold = self._granularity_for(record.name).compute_mask(
               record.weight, self._sparsity_for(record.name), select)
         ops.append(_non_finite_warning(record, self._global_step))
-        ops.append(tf.assign(record.threshold, threshold))
+        ops.append(tf.assign(record.threshold, tf.cast(
+            threshold, record.threshold.dtype.base_dtype)))
         mask = tf.cast(mask, record.mask.dtype.base_dtype)
         if record.name in self._frozen:
           mask = tf.where(self._frozen[record.name], record.mask.read_value(),
