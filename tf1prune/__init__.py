@@ -30,6 +30,7 @@ from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
 from tf1prune.pruning import Pruning
 from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
+from tf1prune.rnn_wrappers import DropoutWrapper, MultiRNNCell, ResidualWrapper
 from tf1prune.export._shrink import ShrinkReport, shrink_graph_def, shrink_pb
 from tf1prune.export._strip import (StripReport, graph_def_from_checkpoint,
                             strip_checkpoint, strip_pruning_vars_fn)
@@ -50,6 +51,8 @@ __all__ = [
     'get_thresholds', 'get_weight_sparsity', 'get_weights',
     'masked_conv2d', 'masked_convolution', 'masked_fully_connected',
     'masked_weight_records', 'train',
+    # Stacking and wrapping RNN cells (tf1prune.rnn_wrappers).
+    'DropoutWrapper', 'MultiRNNCell', 'ResidualWrapper',
     # Locks (tf1prune.locks).
     'LOCK_COLLECTION', 'Lock', 'LockHook', 'bake_masks_op',
     'capture_lock_values_op', 'lock', 'lock_records',

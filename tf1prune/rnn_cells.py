@@ -155,11 +155,11 @@ class _MaskedLSTM(object):
           kernel = tf.get_variable(
               'kernel', [depth + self._h_depth, 4 * self._num_units], dtype,
               initializer=getattr(self, '_initializer', None))
-          self._vars = {'masked_kernel': apply_mask(kernel),
-                        'bias': tf.get_variable(
-                            'bias', [4 * self._num_units], dtype,
-                            initializer=tf.zeros_initializer())}
-          self._vars.update(self._extra_variables(dtype))
+          bias = tf.get_variable('bias', [4 * self._num_units], dtype,
+                                 initializer=tf.zeros_initializer())
+          self._vars = self._extra_variables(dtype)
+          # Contrib's variable order: TF1's cell's, then mask and threshold.
+          self._vars.update(masked_kernel=apply_mask(kernel), bias=bias)
       self._graph = graph
     return self._vars
 

@@ -24,6 +24,7 @@ the meta graph's saver (custom `var_list` names and partitioned slices work).
 A node that writes a variable cannot be frozen: that raises `ValueError`.
 """
 
+import difflib
 import re
 
 import numpy as np
@@ -33,7 +34,8 @@ from tf1prune.export import _graph_io as graph_io
 from tf1prune.export import _resources as resources
 
 __all__ = ['LazyGraph', 'check_outputs', 'freeze', 'lazy_from_graph_def',
-           'materialize', 'nodes_by_name', 'prune', 'tensor_proto']
+           'materialize', 'missing_outputs_message', 'nodes_by_name', 'prune',
+           'tensor_proto']
 
 _VARIABLE_OPS = ('VariableV2', 'Variable', 'VarHandleOp')
 
@@ -85,16 +87,31 @@ def nodes_by_name(graph_def):
   return {node.name: node for node in graph_def.node}
 
 
+def missing_outputs_message(missing, names, where):
+  """The error text for output nodes `missing` from the node `names`.
+
+  It ends with the graph's nearest node names to each missing one (difflib),
+  e.g. `softmax_linear/softmax_linear_2` -> `softmax_linear/softmax_linear_1`.
+  """
+  hints = []
+  for name in missing:
+    close = difflib.get_close_matches(name.split(':')[0], names, n=3,
+                                      cutoff=0.6)
+    if close:
+      hints.append('%s for %r' % (', '.join(close), name))
+  return ('output node%s %s not found in %s; check output_node_names (the '
+          'graph has %d nodes)%s' % (
+              's' if len(missing) > 1 else '',
+              ', '.join(repr(n) for n in missing), where, len(names),
+              '; nearest existing names: ' + '; '.join(hints) if hints else ''))
+
+
 def check_outputs(graph_def, outputs, where):
   """Raises ValueError naming the `outputs` that are not nodes of the graph."""
   names = nodes_by_name(graph_def)
   missing = [n for n in outputs if n not in names]
   if missing:
-    raise ValueError('output node%s %s not found in %s; check '
-                     'output_node_names (the graph has %d nodes)' % (
-                         's' if len(missing) > 1 else '',
-                         ', '.join(repr(n) for n in missing), where,
-                         len(names)))
+    raise ValueError(missing_outputs_message(missing, sorted(names), where))
 
 
 def _reachable(graph_def, outputs):
