@@ -50,12 +50,12 @@ def test_masked_weight_op_is_named_under_the_name_scope():
   assert _names(tf1prune.get_thresholds()) == ['conv1/threshold']
 
 
-def test_mask_has_the_weight_dtype():
+def test_mask_and_threshold_have_the_weight_dtype():
   w = tf.get_variable('w', [5], tf.float64)
   tf1prune.apply_mask(w, 'f64')
   assert tf1prune.get_masks()[0].dtype.base_dtype == tf.float64
-  # The threshold stays float32, whatever the weight's dtype.
-  assert tf1prune.get_thresholds()[0].dtype.base_dtype == tf.float32
+  # As contrib's: a checkpoint of a contrib-pruned float64 model restores.
+  assert tf1prune.get_thresholds()[0].dtype.base_dtype == tf.float64
 
 
 def test_collections_hold_each_weight_once_in_creation_order():

@@ -178,8 +178,8 @@ def test_usage_errors_are_one_line_with_status_2(capsys):
   assert len(err) == 1 and '--checkpoint_dir' in err[0]
   with pytest.raises(SystemExit):
     strip_cli.main(['--checkpoint_dir=d', '--output_node_names=y',
-                    '--filename=a/b.pb'])
-  assert 'plain file name' in capsys.readouterr().err
+                    '--filename=a/'])
+  assert '--filename must name a file' in capsys.readouterr().err
 
 
 def test_console_script_is_installed_next_to_python():

@@ -32,30 +32,31 @@ from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
 from tf1prune.pruning import Pruning
 from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
+from tf1prune.rnn_wrappers import DropoutWrapper, MultiRNNCell, ResidualWrapper
 from tf1prune.schedule import PolynomialDecaySparsity
 from tf1prune.spec import PruningSpec, WeightSpec
-from tf1prune.export._shrink import ShrinkReport, shrink_graph_def, shrink_pb
-from tf1prune.export._strip import (StripReport, graph_def_from_checkpoint,
-                            strip_checkpoint, strip_pruning_vars_fn)
 
 __version__ = '0.1.0'
 
 _moved.install()
 
 __all__ = [
-    # Exporting (tf1prune.export).
-    'StripReport', 'graph_def_from_checkpoint', 'strip_checkpoint',
-    'strip_pruning_vars_fn',
+    # contrib's model_pruning names (tf1prune.masking, .layers, .rnn_cells,
+    # .hparams, .pruning, .hooks, .export).
     'MASK_COLLECTION', 'MASKED_WEIGHT_COLLECTION', 'MASKED_WEIGHT_NAME',
     'THRESHOLD_COLLECTION', 'WEIGHT_COLLECTION',
-    'HParams', 'LSTMStateTuple', 'MaskedBasicLSTMCell', 'MaskedLSTMCell',
-    'MaskedWeight', 'Pruning', 'PruningHook',
-    'apply_mask', 'get_masked_weights', 'get_masks', 'get_pruning_hparams',
-    'get_thresholds', 'get_weight_sparsity', 'get_weights',
+    'apply_mask', 'get_masked_weights', 'get_masks', 'get_thresholds',
+    'get_weight_sparsity', 'get_weights',
     'masked_conv2d', 'masked_convolution', 'masked_fully_connected',
-    'masked_weight_records', 'train',
-    # The parsed spec and the schedule (tf1prune.spec, tf1prune.schedule).
+    'MaskedBasicLSTMCell', 'MaskedLSTMCell', 'get_pruning_hparams', 'Pruning',
+    'train', 'graph_def_from_checkpoint', 'strip_pruning_vars_fn',
+    # Records, hparams, the parsed spec and the schedule.
+    'HParams', 'LSTMStateTuple', 'MaskedWeight', 'masked_weight_records',
     'PolynomialDecaySparsity', 'PruningSpec', 'WeightSpec',
+    # Training loops (tf1prune.hooks).
+    'PruningHook',
+    # Stacking and wrapping RNN cells (tf1prune.rnn_wrappers).
+    'DropoutWrapper', 'MultiRNNCell', 'ResidualWrapper',
     # Locks (tf1prune.locks).
     'LOCK_COLLECTION', 'Lock', 'LockHook', 'bake_masks_op',
     'capture_lock_values_op', 'lock', 'lock_records',
@@ -66,6 +67,7 @@ __all__ = [
     # Coupled channels (tf1prune.channel_groups).
     'ChannelGroup', 'GroupMember', 'find_channel_groups',
     'format_channel_groups',
-    # Shrinking frozen graphs (tf1prune.export).
-    'ShrinkReport', 'shrink_graph_def', 'shrink_pb',
+    # Exporting, stripping and shrinking frozen graphs (tf1prune.export).
+    'ShrinkReport', 'StripReport', 'shrink_graph_def', 'shrink_pb',
+    'strip_checkpoint',
 ]

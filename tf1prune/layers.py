@@ -178,10 +178,8 @@ def masked_fully_connected(inputs, num_outputs, activation_fn=tf.nn.relu,
         trainable)
     if shape.ndims == 2:
       outputs = tf.matmul(inputs, weights)
-    else:
-      flat = tf.matmul(tf.reshape(inputs, [-1, in_size]), weights)
-      outputs = tf.reshape(flat, tf.concat([tf.shape(inputs)[:-1],
-                                            [num_outputs]], 0))
+    else:  # as contrib: a tensordot over the last axis (its op names)
+      outputs = tf.tensordot(inputs, weights, [[shape.ndims - 1], [0]])
       outputs.set_shape(shape[:-1].concatenate([num_outputs]))
     return _finish(outputs, sc, num_outputs, biases_initializer,
                    biases_regularizer, normalizer_fn, normalizer_params,

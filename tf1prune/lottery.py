@@ -136,7 +136,8 @@ class LotteryTicket(object):
       for (record, _, _), (mask, threshold) in zip(self._entries, masks):
         ops.append(tf.assign(record.mask,
                              tf.cast(mask, record.mask.dtype.base_dtype)))
-        ops.append(tf.assign(record.threshold, threshold))
+        ops.append(tf.assign(record.threshold, tf.cast(
+            threshold, record.threshold.dtype.base_dtype)))
       return tf.group(*ops)
 
   def rewind_op(self, reinitialize=None):

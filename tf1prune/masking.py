@@ -45,7 +45,7 @@ class MaskedWeight(collections.namedtuple(
     name: the raw weight's op name (for a partitioned variable, its full name).
     weight: the raw weight tensor, as passed to `apply_mask`.
     mask: the mask variable, same shape and dtype as `weight`.
-    threshold: the scalar float32 threshold variable.
+    threshold: the scalar threshold variable, of the weight's dtype.
     masked_weight: the tensor `mask * weight`.
   """
 
@@ -85,11 +85,33 @@ def _add_once(collection, value):
     tf.add_to_collection(collection, value)
 
 
-def _maybe_variable_scope(scope):
-  """variable_scope(scope), or the current scope for '' (TF2 would add '//')."""
-  if scope:
-    return tf.variable_scope(scope)
-  return tf.variable_scope(tf.get_variable_scope())
+def _unpartitioned(getter, *args, **kwargs):
+  """Custom getter: a scope-level partitioner does not split masks."""
+  kwargs['partitioner'] = None
+  return getter(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _own_scope(scope):
+  """The variable scope of a new mask or threshold, entered as contrib did.
+
+  A scope name or `VariableScope` is entered as given: each entry opens a
+  name scope, as contrib's `apply_mask` (which entered it once for the mask
+  and once for the threshold) did, so the op names that follow are
+  contrib's (`softmax_linear/softmax_linear_2` in its CIFAR-10 example).
+  '' or None is the current variable scope, entered without a name scope (no
+  op name of the model changes; TF would make `a//mask` of ''). The scope's
+  partitioner, if any, is not applied: the mask of a partitioned weight is
+  one variable beside its first partition.
+  """
+  if isinstance(scope, tf.VariableScope) or scope:
+    outer = tf.variable_scope(scope)
+  else:
+    outer = tf.variable_scope(tf.get_variable_scope(), auxiliary_name_scope=False)
+  with outer as entered:
+    with tf.variable_scope(entered, custom_getter=_unpartitioned,
+                           auxiliary_name_scope=False):
+      yield
 
 
 def apply_mask(x, scope=''):
@@ -98,14 +120,17 @@ def apply_mask(x, scope=''):
   Args:
     x: the weight: a variable, a partitioned variable (pruned as one weight)
       or a float tensor with a fully defined shape of rank >= 1.
-    scope: variable scope for the new `mask` and `threshold` variables; ''
-      uses the current one. Under `reuse=True` the existing ones are used.
-      They are placed on the device of a variable `x` (of the first
-      partition of a partitioned one), so they live on the weight's
-      parameter server.
+    scope: variable scope (name or `VariableScope`) for the new `mask` and
+      `threshold` variables, entered as contrib's `apply_mask` did (the op
+      names that follow are contrib's); '' uses the current one and opens
+      no name scope. Under `reuse=True` the existing ones are used. A
+      partitioner of the scope is not applied to them. They are placed on
+      the device of a variable `x` (of the first partition of a partitioned
+      one), so they live on the weight's parameter server.
 
   Returns:
     The masked weight, an op named `<name scope>/weights/masked_weight`.
+    The mask and the scalar threshold have the weight's dtype, as in contrib.
 
   Raises:
     ValueError: `x` is not floating point, is a scalar or has no elements.
@@ -125,12 +150,14 @@ def apply_mask(x, scope=''):
   # would not do: TF 2.x variables ignore it.)
   placement = (_on_device(home.device) if home is not None and home.device
                else contextlib.nullcontext())
-  with _maybe_variable_scope(scope), placement:
-    mask = tf.get_variable('mask', shape, dtype, initializer=tf.ones_initializer(),
-                           trainable=False)
-    threshold = tf.get_variable('threshold', [], tf.float32,
-                                initializer=tf.zeros_initializer(),
-                                trainable=False)
+  with placement:
+    with _own_scope(scope):
+      mask = tf.get_variable('mask', shape, dtype,
+                             initializer=tf.ones_initializer(), trainable=False)
+    with _own_scope(scope):
+      threshold = tf.get_variable('threshold', [], dtype,
+                                  initializer=tf.zeros_initializer(),
+                                  trainable=False)
   if _is_partitioned(x):
     x = x.as_tensor()
   masked = tf.multiply(mask, x, name=MASKED_WEIGHT_NAME)

@@ -54,8 +54,8 @@ def _selector(spec, old_threshold):
     if decay == 0.0:
       return new
     # A +inf old threshold (nothing finite kept last time) is not averaged.
-    return tf.where(tf.is_finite(old_threshold),
-                    decay * old_threshold + (1.0 - decay) * new, new)
+    old = tf.cast(old_threshold, new.dtype)  # the threshold has the weight dtype
+    return tf.where(tf.is_finite(old), decay * old + (1.0 - decay) * new, new)
 
   def keep(scores, t, strict):
     # NaN scores rank above everything (see thresholds.py): always kept.
@@ -246,7 +246,8 @@ class Pruning(object):
           mask, threshold = target.spec.granularity.compute_mask(
               record.weight, self._sparsity_for(target.spec), select)
         ops.append(_non_finite_warning(record, self._global_step))
-        ops.append(tf.assign(record.threshold, threshold))
+        ops.append(tf.assign(record.threshold, tf.cast(
+            threshold, record.threshold.dtype.base_dtype)))
         mask = tf.cast(mask, record.mask.dtype.base_dtype)
         if target.frozen is not None:
           mask = tf.where(target.frozen, record.mask.read_value(), mask)

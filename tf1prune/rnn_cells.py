@@ -22,7 +22,8 @@ import tensorflow.compat.v1 as tf
 
 from tf1prune.masking import apply_mask
 
-__all__ = ['LSTMStateTuple', 'MaskedBasicLSTMCell', 'MaskedLSTMCell']
+__all__ = ['LSTMStateTuple', 'MaskedBasicLSTMCell', 'MaskedLSTMCell',
+           'zeros_for']
 
 
 class LSTMStateTuple(collections.namedtuple('LSTMStateTuple', ('c', 'h'))):
@@ -31,6 +32,35 @@ class LSTMStateTuple(collections.namedtuple('LSTMStateTuple', ('c', 'h'))):
   @property
   def dtype(self):
     return self.c.dtype
+
+
+def zeros_for(batch_size, size, dtype):
+  """Returns zeros `[batch_size, size]`, made by the ops of TF1's zero_state.
+
+  TF1's RNN cells build the shape through a helper that also makes two
+  unused constants; they are made here too, so every later op name matches.
+
+  Args:
+    batch_size: int, or an int32 scalar or vector tensor.
+    size: int, the state size.
+    dtype: the dtype of the zeros.
+  """
+  if isinstance(batch_size, tf.Tensor):
+    prefix = (tf.expand_dims(batch_size, 0) if batch_size.shape.ndims == 0
+              else batch_size)
+    static_batch = tf.get_static_value(batch_size)
+    static_batch = (None if static_batch is None
+                    else int(static_batch.reshape([-1])[0]))
+  else:
+    prefix = tf.constant([batch_size], dtype=tf.int32)
+    static_batch = batch_size
+  suffix = tf.constant([size], dtype=tf.int32)
+  zeros = tf.zeros(tf.concat((prefix, suffix), 0), dtype=dtype)
+  if not isinstance(batch_size, tf.Tensor):
+    tf.constant([batch_size], dtype=tf.int32)  # TF1's static-shape constants
+  tf.constant([size], dtype=tf.int32)
+  zeros.set_shape([static_batch, size])
+  return zeros
 
 
 def _activation_fn(activation):
@@ -82,10 +112,10 @@ class _MaskedLSTM(object):
     return self._h_depth
 
   def zero_state(self, batch_size, dtype):
-    """Returns the all-zero state for `batch_size` sequences."""
-    with tf.name_scope(self._name + 'ZeroState'):
-      c = tf.zeros([batch_size, self._num_units], dtype)
-      h = tf.zeros([batch_size, self._h_depth], dtype)
+    """Returns the all-zero state for `batch_size` sequences (TF1's op names)."""
+    with tf.name_scope(type(self).__name__ + 'ZeroState'):
+      c = zeros_for(batch_size, self._num_units, dtype)
+      h = zeros_for(batch_size, self._h_depth, dtype)
       return LSTMStateTuple(c, h) if self._state_is_tuple else tf.concat([c, h], 1)
 
   def _split_state(self, state):
@@ -97,7 +127,12 @@ class _MaskedLSTM(object):
     return LSTMStateTuple(c, h) if self._state_is_tuple else tf.concat([c, h], 1)
 
   def _variables(self, inputs, scope):
-    """Creates (once per graph) and returns this cell's variables."""
+    """Creates (once per graph) and returns this cell's variables.
+
+    The first call in a graph also fixes the name scope of the cell's ops,
+    as TF1's layers did: `<name scope of that call>/<cell name>/`, reused by
+    every later call (static_rnn's steps get `MatMul`, `MatMul_1`, ...).
+    """
     # The outermost graph: under TF 2.x control flow v2, dynamic_rnn calls the
     # cell inside a new function graph for each loop it builds.
     with tf.init_scope():
@@ -108,27 +143,33 @@ class _MaskedLSTM(object):
         raise ValueError('%s needs inputs with a known last dimension, got '
                          'shape %s' % (type(self).__name__, inputs.get_shape()))
       dtype = self._dtype or inputs.dtype.base_dtype
-      with tf.init_scope(), tf.variable_scope(scope or self._name,
-                                              reuse=self._reuse):
-        kernel = tf.get_variable(
-            'kernel', [depth + self._h_depth, 4 * self._num_units], dtype,
-            initializer=getattr(self, '_initializer', None))
-        self._vars = {'masked_kernel': apply_mask(kernel),
-                      'bias': tf.get_variable(
-                          'bias', [4 * self._num_units], dtype,
-                          initializer=tf.zeros_initializer())}
-        self._vars.update(self._extra_variables(dtype))
+      if scope is not None or self._reuse:
+        entered = tf.variable_scope(scope or self._name, reuse=self._reuse)
+      else:
+        entered = tf.variable_scope(None, default_name=self._name)
+      with entered as var_scope:
+        self._name_scope = var_scope.original_name_scope
+      with tf.init_scope(), tf.variable_scope(var_scope,
+                                              auxiliary_name_scope=False):
+        with tf.name_scope(self._name_scope):
+          kernel = tf.get_variable(
+              'kernel', [depth + self._h_depth, 4 * self._num_units], dtype,
+              initializer=getattr(self, '_initializer', None))
+          bias = tf.get_variable('bias', [4 * self._num_units], dtype,
+                                 initializer=tf.zeros_initializer())
+          self._vars = self._extra_variables(dtype)
+          # Contrib's variable order: TF1's cell's, then mask and threshold.
+          self._vars.update(masked_kernel=apply_mask(kernel), bias=bias)
       self._graph = graph
     return self._vars
 
   def _extra_variables(self, dtype):
     return {}
 
-  def _gates(self, inputs, h, variables):
-    lstm_matrix = tf.nn.bias_add(
+  def _gate_inputs(self, inputs, h, variables):
+    return tf.nn.bias_add(
         tf.matmul(tf.concat([inputs, h], 1), variables['masked_kernel']),
         variables['bias'])
-    return tf.split(lstm_matrix, 4, axis=1)
 
 
 class MaskedBasicLSTMCell(_MaskedLSTM):
@@ -157,12 +198,20 @@ class MaskedBasicLSTMCell(_MaskedLSTM):
   def __call__(self, inputs, state, scope=None):
     """Runs one step: returns (h, new_state) for `inputs` `[batch, depth]`."""
     variables = self._variables(inputs, scope)
-    c, h = self._split_state(state)
-    i, j, f, o = self._gates(inputs, h, variables)
-    new_c = (c * tf.sigmoid(f + self._forget_bias) +
-             tf.sigmoid(i) * self._activation(j))
-    new_h = self._activation(new_c) * tf.sigmoid(o)
-    return new_h, self._join_state(new_c, new_h)
+    # The ops, and their order, of TF1's BasicLSTMCell: the same op names.
+    with tf.name_scope(self._name_scope):
+      one = tf.constant(1, dtype=tf.int32)
+      if self._state_is_tuple:
+        c, h = state
+      else:
+        c, h = tf.split(value=state, num_or_size_splits=2, axis=one)
+      gate_inputs = self._gate_inputs(inputs, h, variables)
+      i, j, f, o = tf.split(value=gate_inputs, num_or_size_splits=4, axis=one)
+      forget_bias = tf.constant(self._forget_bias, dtype=f.dtype)
+      new_c = tf.add(tf.multiply(c, tf.sigmoid(tf.add(f, forget_bias))),
+                     tf.multiply(tf.sigmoid(i), self._activation(j)))
+      new_h = tf.multiply(self._activation(new_c), tf.sigmoid(o))
+      return new_h, self._join_state(new_c, new_h)
 
 
 class MaskedLSTMCell(_MaskedLSTM):
@@ -207,20 +256,31 @@ class MaskedLSTMCell(_MaskedLSTM):
   def __call__(self, inputs, state, scope=None):
     """Runs one step: returns (m, new_state) for `inputs` `[batch, depth]`."""
     variables = self._variables(inputs, scope)
-    c_prev, m_prev = self._split_state(state)
-    i, j, f, o = self._gates(inputs, m_prev, variables)
-    if self._use_peepholes:
-      f += variables['w_f_diag'] * c_prev
-      i += variables['w_i_diag'] * c_prev
-    c = (tf.sigmoid(f + self._forget_bias) * c_prev +
-         tf.sigmoid(i) * self._activation(j))
-    if self._cell_clip is not None:
-      c = tf.clip_by_value(c, -self._cell_clip, self._cell_clip)
-    if self._use_peepholes:
-      o += variables['w_o_diag'] * c
-    m = tf.sigmoid(o) * self._activation(c)
-    if self._num_proj is not None:
-      m = tf.matmul(m, variables['projection'])
-      if self._proj_clip is not None:
-        m = tf.clip_by_value(m, -self._proj_clip, self._proj_clip)
-    return m, self._join_state(c, m)
+    sigmoid = tf.sigmoid
+    # The ops, and their order, of TF1's LSTMCell: the same op names.
+    with tf.name_scope(self._name_scope):
+      if self._state_is_tuple:
+        c_prev, m_prev = state
+      else:
+        c_prev = tf.slice(state, [0, 0], [-1, self._num_units])
+        m_prev = tf.slice(state, [0, self._num_units], [-1, self._h_depth])
+      lstm_matrix = self._gate_inputs(inputs, m_prev, variables)
+      i, j, f, o = tf.split(value=lstm_matrix, num_or_size_splits=4, axis=1)
+      if self._use_peepholes:
+        c = (sigmoid(f + self._forget_bias + variables['w_f_diag'] * c_prev) *
+             c_prev + sigmoid(i + variables['w_i_diag'] * c_prev) *
+             self._activation(j))
+      else:
+        c = (sigmoid(f + self._forget_bias) * c_prev +
+             sigmoid(i) * self._activation(j))
+      if self._cell_clip is not None:
+        c = tf.clip_by_value(c, -self._cell_clip, self._cell_clip)
+      if self._use_peepholes:
+        m = sigmoid(o + variables['w_o_diag'] * c) * self._activation(c)
+      else:
+        m = sigmoid(o) * self._activation(c)
+      if self._num_proj is not None:
+        m = tf.matmul(m, variables['projection'])
+        if self._proj_clip is not None:
+          m = tf.clip_by_value(m, -self._proj_clip, self._proj_clip)
+      return m, self._join_state(c, m)

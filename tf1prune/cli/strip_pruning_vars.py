@@ -9,8 +9,10 @@
     1
 
 Flags: `--checkpoint_dir` (alias `--checkpoint_path`), `--output_node_names`
-(comma-separated), `--output_dir` (default: the current directory, created if
-missing), `--filename` (default `pruning_stripped.pb`), `--report_json PATH`,
+(comma-separated), `--output_dir` (default `/tmp`, as contrib's; created if
+missing), `--filename` (default `pruning_stripped.pb`; joined to
+`--output_dir` as contrib did, so it may hold a directory or be absolute),
+`--report_json PATH`,
 `--allow_no_masks`, `--shrink` (also remove the output channels whose filters
 are entirely zero, `tf1prune.shrink`), `--tflite PATH` (TF 2.x: also write a
 TFLite model, sparse-encoded when that is smaller). Prints the per-layer
@@ -32,6 +34,7 @@ from tf1prune.export._names import output_names
 __all__ = ['main', 'parse_args']
 
 PROG = 'strip_pruning_vars'
+DEFAULT_OUTPUT_DIR = '/tmp'  # contrib's default
 
 
 
@@ -64,11 +67,13 @@ def parse_args(argv):
                       help='training directory (or checkpoint prefix) to read')
   parser.add_argument('--output_node_names', required=True,
                       help='comma-separated names of the output nodes')
-  parser.add_argument('--output_dir', default='',
-                      help='directory for the .pb (default: current '
-                           'directory; created if missing)')
+  parser.add_argument('--output_dir', default=DEFAULT_OUTPUT_DIR,
+                      help='directory for the .pb (default: %(default)s, as '
+                           'contrib; created if missing)')
   parser.add_argument('--filename', default='pruning_stripped.pb',
-                      help='file name of the .pb (default: %(default)s)')
+                      help='name of the .pb, joined to --output_dir (a '
+                           'relative directory in it, or an absolute path, '
+                           'works as in contrib; default: %(default)s)')
   parser.add_argument('--report_json', default=None, metavar='PATH',
                       help='also write the report as JSON to PATH')
   parser.add_argument('--allow_no_masks', nargs='?', const=True,
@@ -87,9 +92,12 @@ def parse_args(argv):
   except ValueError:
     usage_error(PROG, '--output_node_names is empty; name the output nodes, e.g. '
                  '--output_node_names=logits/BiasAdd')
-  if not args.filename or os.path.basename(args.filename) != args.filename:
-    usage_error(PROG, '--filename must be a plain file name, got %r; put the '
-                 'directory in --output_dir' % args.filename)
+  if not args.filename or not os.path.basename(args.filename):
+    usage_error(PROG, '--filename must name a file, got %r; e.g. '
+                 '--filename=pruning_stripped.pb' % args.filename)
+  # As contrib's write_graph: the file is os.path.join(output_dir, filename).
+  path = os.path.join(args.output_dir or os.curdir, args.filename)
+  args.output_dir, args.filename = os.path.split(path)
   return args
 
 

@@ -12,6 +12,8 @@ names) into node names, and `check_outputs` the one place that checks them
 against a graph.
 """
 
+import difflib
+
 
 def split_input(name):
   """'^a' -> ('a', -1); 'a:2' -> ('a', 2); 'a' -> ('a', 0)."""
@@ -51,6 +53,9 @@ def output_names(output_node_names):
 def check_outputs(outputs, nodes, where):
   """Raises ValueError naming the `outputs` that are not in `nodes`.
 
+  The message ends with the graph's nearest names to each missing one
+  (difflib), e.g. `softmax_linear/softmax_linear_1` for `..._2`.
+
   Args:
     outputs: node names, as `output_names` returns them.
     nodes: the graph's node names (any container: a dict by name, a set).
@@ -58,8 +63,14 @@ def check_outputs(outputs, nodes, where):
   """
   missing = [n for n in outputs if n not in nodes]
   if missing:
+    hints = []
+    for name in missing:
+      close = difflib.get_close_matches(name, sorted(nodes), n=3, cutoff=0.6)
+      if close:
+        hints.append('%s for %r' % (', '.join(close), name))
     raise ValueError('output node%s %s not found in %s; check '
-                     'output_node_names (the graph has %d nodes)' % (
+                     'output_node_names (the graph has %d nodes)%s' % (
                          's' if len(missing) > 1 else '',
                          ', '.join(repr(n) for n in missing), where,
-                         len(nodes)))
+                         len(nodes), '; nearest existing names: ' +
+                         '; '.join(hints) if hints else ''))
