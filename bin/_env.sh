@@ -1,7 +1,7 @@
 # Sourced by bin/ scripts: creates (once) and activates the project's venvs.
 #   .venv/tf2: Python 3.11+ with the newest TensorFlow 2.x (tensorflow-cpu)
 #   .venv/tf1: Python 3.7 (pyenv 3.7.16, or $TF1PRUNE_PY37) with TensorFlow 1.15.5
-#   .venv/deploy: like tf2, plus the converters of bin/check_deploy (setup.py's
+#   .venv/deploy: like tf2, plus the converters of bin/check_deploy (pyproject.toml's
 #     `deploy` extra: tf2onnx, onnxruntime, openvino)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENVS=${TF1PRUNE_VENVS:-$ROOT/.venv}
