@@ -71,8 +71,12 @@ def selection(shape, index, mask, what):
   return selected
 
 
-def _values(value, current, what):
-  """The ndarray of lock values for `value` ('current', 'zero', number, array)."""
+def _values(value, current, what, index=None):
+  """The ndarray of lock values for `value` ('current', 'zero', number, array).
+
+  An array broadcasts to the weight's shape, or (with `index`) to the shape of
+  `weight[index]`: then it gives the values of the indexed entries.
+  """
   if isinstance(value, str):
     if value == 'current':
       return current
@@ -86,6 +90,13 @@ def _values(value, current, what):
     return np.array(np.broadcast_to(np.asarray(value, current.dtype),
                                     current.shape))
   except (TypeError, ValueError) as e:
+    if index is not None:
+      try:
+        full = np.array(current)
+        full[index] = np.asarray(value, current.dtype)
+        return full
+      except (IndexError, TypeError, ValueError):
+        pass
     raise ValueError('lock value for %s must be a number or an array that '
                      'broadcasts to shape %s, got %r (%s)'
                      % (what, list(current.shape), value, e))
@@ -102,7 +113,8 @@ def lock(model, layer, weight='kernel', index=None, mask=None, value='current'):
     mask: bool array of the weight's shape, True where locked (with `index`:
       the union).
     value: 'current' (the values they have now), 'zero', a number, or an
-      array broadcastable to the weight's shape.
+      array broadcastable to the weight's shape (or, with `index`, to the
+      shape of `weight[index]`).
 
   Returns:
     The weight's `Pin` (`.locked`, `.values`, `.mask` as NumPy arrays).
@@ -115,7 +127,7 @@ def lock(model, layer, weight='kernel', index=None, mask=None, value='current'):
   variable = _pin.weight_of(layer, weight)
   what = 'weight %s/%s' % (layer.name, weight)
   selected = selection(variable.shape, index, mask, what)
-  values = _values(value, np.asarray(variable), what)
+  values = _values(value, variable.numpy(), what, index)
   pin = _pin.pin_of(layer, weight, model)
   pin.add_lock(selected, values)
   pin.apply()
