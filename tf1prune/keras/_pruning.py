@@ -244,16 +244,27 @@ class Pruner(object):
     `<layer>/<weight>/mask/sparsity` and `<layer>/<weight>/threshold/threshold`.
     """
     scope = self.spec.name + '_summaries/'
-    tf.summary.scalar(scope + 'sparsity', self.sparsity_at(step), step=step)
-    tf.summary.scalar(scope + 'last_mask_update_step', self.last_update_step,
-                      step=step)
+    _scalar(scope + 'sparsity', self.sparsity_at(step), step)
+    _scalar(scope + 'last_mask_update_step', self.last_update_step, step)
     for record in self._records:
       mask = record.pin.mask
-      tf.summary.scalar(scope + record.name + '/mask/sparsity',
-                        1.0 - np.count_nonzero(mask) / float(mask.size),
-                        step=step)
-      tf.summary.scalar(scope + record.name + '/threshold/threshold',
-                        float(self.thresholds[record.name]), step=step)
+      _scalar(scope + record.name + '/mask/sparsity',
+              1.0 - np.count_nonzero(mask) / float(mask.size), step)
+      _scalar(scope + record.name + '/threshold/threshold',
+              self.thresholds[record.name], step)
+
+
+def _scalar(tag, value, step):
+  """A TensorBoard scalar, written with TensorFlow alone.
+
+  `tf.summary.scalar` needs the tensorboard package; `tf.summary.write` with
+  the scalars plugin's metadata writes the same record without it.
+  """
+  metadata = tf.compat.v1.SummaryMetadata(
+      plugin_data=tf.compat.v1.SummaryMetadata.PluginData(
+          plugin_name='scalars'))
+  tf.summary.write(tag, tf.constant(float(value), tf.float32), step=step,
+                   metadata=metadata)
 
 
 def PruningCallback(pruner, log_dir=None, update_freq='epoch'):  # noqa: N802
