@@ -69,6 +69,36 @@ class LotteryTicket(object):
     """Returns {name: bool ndarray, True where kept}."""
     return self._pruner.masks()
 
+  def apply_masks(self, masks):
+    """Sets the masks (e.g. another ticket's) and zeroes the pruned entries.
+
+    Args:
+      masks: {name: bool array} or a list of bool arrays in `weight_names`
+        order (True where kept).
+
+    Raises:
+      ValueError: a mask is missing or has the wrong shape.
+    """
+    records = self._pruner._records
+    if isinstance(masks, dict):
+      missing = [r.name for r in records if r.name not in masks]
+      if missing:
+        raise ValueError('apply_masks: no mask for %s (got %s)'
+                         % (missing, sorted(masks)))
+      masks = [masks[r.name] for r in records]
+    masks = list(masks)
+    if len(masks) != len(records):
+      raise ValueError('apply_masks: %d masks for %d weights %s'
+                       % (len(masks), len(records), self.weight_names))
+    for record, mask in zip(records, masks):
+      mask = np.asarray(mask)
+      if mask.shape != record.pin.shape:
+        raise ValueError('mask for weight %s must have shape %s, got %s'
+                         % (record.name, list(record.pin.shape),
+                            list(mask.shape)))
+      record.pin.set_mask(mask.astype(bool))
+      record.pin.apply()
+
   def _optimizer_now(self):
     return self._optimizer or getattr(self.model, 'optimizer', None)
 
