@@ -39,7 +39,8 @@ def keras_module():
 @pytest.fixture(autouse=True)
 def graph():
   """Overrides conftest's graph fixture: Keras tests stay eager."""
-  keras_module().backend.clear_session()
+  if TF2 and tf.executing_eagerly():
+    keras_module().backend.clear_session()
   yield None
 
 

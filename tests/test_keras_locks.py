@@ -118,10 +118,7 @@ def test_locks_survive_save_and_load_model(tmp_path):
   model.compile(K.optimizers.Adam(0.05), 'mse')
   x, y = data()
   model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-  if K.__name__ == 'keras':
-    path = str(tmp_path / 'locked.keras')
-  else:
-    path = str(tmp_path / 'locked.h5')
+  path = str(tmp_path / 'locked.keras')
   model.save(path)
   loaded = K.models.load_model(path)
   assert sorted(tk.locked_entries(loaded)) == sorted(tk.locked_entries(model))
