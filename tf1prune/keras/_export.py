@@ -27,7 +27,6 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tf1prune.export import _graph_io as graph_io
 from tf1prune.export import _resources as resources
 from tf1prune.export._report import LayerStats, StripReport
 from tf1prune.keras import _pin, _version
@@ -126,8 +125,7 @@ def _frozen_graph_def(plain):
     if handle is None:
       handle = variable.value.handle   # Keras 3 wraps a tf.Variable.
     handles[id(handle)] = variable
-  nodes = graph_io.nodes_by_name(graph_def) if hasattr(
-      graph_io, 'nodes_by_name') else {n.name: n for n in graph_def.node}
+  nodes = {node.name: node for node in graph_def.node}
   frozen = []
   for external, internal in concrete.graph.captures:
     variable = handles.get(id(external))
