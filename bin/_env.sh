@@ -1,6 +1,8 @@
 # Sourced by bin/ scripts: creates (once) and activates the project's venvs.
 #   .venv/tf2: Python 3.11+ with the newest TensorFlow 2.x (tensorflow-cpu)
 #   .venv/tf1: Python 3.7 (pyenv 3.7.16, or $TF1PRUNE_PY37) with TensorFlow 1.15.5
+#   .venv/tf2keras2: like tf2, plus tf_keras (Keras 2) of the same version as
+#     TensorFlow, for the Keras tests under TF_USE_LEGACY_KERAS=1
 #   .venv/deploy: like tf2, plus the converters of bin/check_deploy (pyproject.toml's
 #     `deploy` extra: tf2onnx, onnxruntime, openvino)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,7 +27,7 @@ _py37() {
   command -v python3.7 || true
 }
 
-# ensure_venv tf1|tf2|deploy: creates the venv on first use, prints its python.
+# ensure_venv tf1|tf2|tf2keras2|deploy: creates the venv on first use, prints its python.
 ensure_venv() {
   local stack=$1 dir="$VENVS/$1" py
   if [ ! -x "$dir/bin/python" ] || [ ! -f "$dir/.ready" ]; then
@@ -44,6 +46,12 @@ ensure_venv() {
       "$py" -m venv "$dir" >&2 || return 1
       _pip "$dir" --upgrade pip || return 1
       _pip "$dir" tensorflow-cpu tf-slim pytest hypothesis scikit-learn || return 1
+      if [ "$stack" = tf2keras2 ]; then
+        # tf_keras must match TensorFlow's major.minor version.
+        local tfv
+        tfv=$("$dir/bin/python" -c 'import tensorflow as tf; print(".".join(tf.__version__.split(".")[:2]))' 2>/dev/null) || return 1
+        _pip "$dir" "tf_keras==$tfv.*" || return 1
+      fi
     fi
     _pip "$dir" --no-deps -e "$ROOT" || return 1
     if [ "$stack" = deploy ]; then

@@ -1,12 +1,26 @@
-"""Test setup: graph mode, and a fresh default graph for every test."""
+"""Test setup: graph mode, and a fresh default graph for every test.
+
+The Keras tests (tests/test_keras_*.py) need eager mode, which cannot be
+turned back on in a process that ran graph-mode tests: they run in their own
+pytest process (bin/run_tests does it), which stays eager.
+"""
 
 import os
 
 import pytest
 import tensorflow.compat.v1 as tf
 
-tf.disable_eager_execution()
 tf.logging.set_verbosity(tf.logging.ERROR)
+
+
+def _keras_only(args):
+  names = [os.path.basename(a.split('::')[0]) for a in args]
+  return bool(names) and all(n.startswith('test_keras') for n in names)
+
+
+def pytest_configure(config):
+  if not _keras_only(config.args):
+    tf.disable_eager_execution()
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,73 @@
+"""Shared setup of the Keras tests: skips, the Keras under test, models.
+
+The Keras tests run in an eager process of their own (tests/conftest.py):
+`pytest tests/test_keras_*.py`. The Keras they test is the one TensorFlow's
+`tf.keras` stands for: Keras 3, or tf_keras when TF_USE_LEGACY_KERAS=1
+(bin/run_tests runs them both ways).
+"""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+TF2 = int(tf.__version__.split('.')[0]) >= 2
+REASON_TF1 = ('tf1prune.keras needs TensorFlow 2.x (Keras 3 or tf_keras); '
+              'this is TensorFlow %s' % tf.__version__)
+REASON_GRAPH = ('the Keras tests need eager mode: run them in their own '
+                'process, e.g. pytest tests/test_keras_*.py (bin/run_tests '
+                'does)')
+
+
+def skip_unless_usable():
+  """Module-level skip for TF 1.x and for a graph-mode (mixed) run."""
+  if not TF2:
+    pytest.skip(REASON_TF1, allow_module_level=True)
+  if not tf.executing_eagerly():
+    pytest.skip(REASON_GRAPH, allow_module_level=True)
+
+
+def keras_module():
+  if os.environ.get('TF_USE_LEGACY_KERAS', '').lower() in ('1', 'true'):
+    import tf_keras
+    return tf_keras
+  import keras
+  return keras
+
+
+@pytest.fixture(autouse=True)
+def graph():
+  """Overrides conftest's graph fixture: Keras tests stay eager."""
+  if TF2 and tf.executing_eagerly():
+    keras_module().backend.clear_session()
+  yield None
+
+
+def seed_model(keras, seed=0, inputs=30):
+  """The issue's model: Dense 256/128/64/32 softsign, bias ones, tanh out."""
+  keras.utils.set_random_seed(seed)
+  layers = [keras.Input((inputs,))]
+  for units in (256, 128, 64, 32):
+    layers.append(keras.layers.Dense(units, activation='softsign',
+                                     bias_initializer='ones'))
+  layers.append(keras.layers.Dense(1, activation='tanh'))
+  return keras.Sequential(layers)
+
+
+def small_model(keras, seed=0):
+  keras.utils.set_random_seed(seed)
+  return keras.Sequential([keras.Input((6,)),
+                           keras.layers.Dense(5, activation='tanh'),
+                           keras.layers.Dense(3)])
+
+
+def data(n=32, inputs=6, outputs=3, seed=1):
+  rng = np.random.RandomState(seed)
+  return (rng.normal(size=(n, inputs)).astype(np.float32),
+          rng.normal(size=(n, outputs)).astype(np.float32))
+
+
+def bits(array):
+  """The raw bytes of an array, for bit-exact comparison."""
+  return np.ascontiguousarray(np.asarray(array)).tobytes()

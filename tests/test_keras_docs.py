@@ -1,0 +1,73 @@
+"""tf1prune.keras: module docstring examples run; TF 1.x gets a clear error."""
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+import tensorflow as tf
+
+from keras_support import TF2, graph, keras_module  # noqa: F401
+
+_VERSION = 'tf1prune.keras._version'
+
+
+@pytest.mark.skipif(TF2, reason='checks the TF 1.x error; this is TF 2.x')
+def test_import_on_tf1_raises_a_clear_import_error():
+  with pytest.raises(ImportError) as e:
+    importlib.import_module('tf1prune.keras')
+  assert str(e.value) == (
+      'tf1prune.keras needs TensorFlow 2.x with Keras 3 or tf_keras; this is '
+      'TensorFlow %s. On TensorFlow 1.x use the graph-mode API (import '
+      'tf1prune: apply_mask, Pruning, lock, LotteryTicket).' % tf.__version__)
+
+
+def test_importing_tf1prune_imports_no_keras():
+  """Nothing Keras beyond what `import tensorflow` itself loads."""
+  import subprocess
+  import sys
+  code = ('import sys, tensorflow.compat.v1\n'
+          'def keras(): return set(m for m in sys.modules if m == "keras" or '
+          'm.startswith(("keras.", "tf_keras", "tf1prune.keras")))\n'
+          'before = keras()\nimport tf1prune\nprint(sorted(keras() - before))')
+  out = subprocess.run([sys.executable, '-c', code], stdout=subprocess.PIPE,
+                       universal_newlines=True, timeout=300).stdout
+  assert out.strip().splitlines()[-1] == '[]'
+
+
+def test_unsupported_keras_version_message():
+  if not TF2:
+    pytest.skip('tf1prune.keras needs TensorFlow 2.x; this is TensorFlow %s'
+                % tf.__version__)
+  from tf1prune.keras._version import check_keras_version
+  with pytest.raises(ValueError) as e:
+    check_keras_version('keras', '2.15.0')
+  tf_minor = '.'.join(tf.__version__.split('.')[:2])
+  assert str(e.value) == (
+      'tf1prune.keras supports Keras 3 (keras>=3.0 with the TensorFlow '
+      'backend) and tf_keras>=2.13; got keras 2.15.0. Install keras>=3 or '
+      'tf_keras matching your TensorFlow (pip install "tf_keras~=%s") and '
+      'build the model with it.' % tf_minor)
+  assert check_keras_version('tf_keras', '2.21.0') == 'tf_keras'
+
+
+def _modules():
+  if not TF2:
+    return []
+  import tf1prune.keras
+  return ['tf1prune.keras'] + sorted(
+      name for _, name, _ in pkgutil.iter_modules(tf1prune.keras.__path__,
+                                                  'tf1prune.keras.'))
+
+
+@pytest.mark.skipif(not TF2 or not tf.executing_eagerly(),
+                    reason='tf1prune.keras needs TF 2.x in an eager process')
+@pytest.mark.parametrize('name', _modules())
+def test_module_examples_run(name):
+  if keras_module().__name__ != 'keras':
+    pytest.skip('the docstring examples use Keras 3 (import keras)')
+  module = importlib.import_module(name)
+  assert '>>>' in (module.__doc__ or ''), name
+  result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+  assert result.failed == 0, '%d of %d examples in %s failed' % (
+      result.failed, result.attempted, name)

@@ -1,0 +1,288 @@
+"""The pin on one Keras weight: its pruning mask and its locked entries.
+
+    >>> import numpy as np, keras
+    >>> from tf1prune.keras import _pin
+    >>> layer = keras.layers.Dense(2); layer.build((None, 2))
+    >>> pin = _pin.pin_of(layer, 'kernel')
+    >>> pin.set_mask(np.array([[1, 0], [1, 1]], bool))
+    >>> pin.apply(); float(np.asarray(layer.kernel)[0, 1])
+    0.0
+
+Each pinned weight gets one `Pin`, a Keras constraint set on the variable (so
+every optimizer applies it right after each update, weight decay, momentum,
+EMA overwrites and clipping included) and on the layer's `<name>_constraint`
+attribute (so it is part of the layer's config and comes back with
+`keras.models.load_model`). A pin computes
+
+    where(locked, values, where(mask, w, 0))
+
+entry by entry, so kept entries pass bit for bit, pruned ones are +0.0 and
+locked ones are exactly `values`. Its state lives in non-trainable
+`tf.Variable`s read by the traced train step (a new mask takes effect at the
+next step without retracing); its config stores them as base64 bytes, exact.
+A constraint the weight had before is kept and applied first.
+
+The optimizers' EMA (`use_ema=True`) overwrites the weights with their moving
+average in `finalize_variable_values` at the end of `fit`, after the last
+constraint: `hook_optimizer` wraps that method of an optimizer instance so
+the pins are applied again after it.
+"""
+
+import base64
+import weakref
+
+import numpy as np
+import tensorflow as tf
+
+from tf1prune.keras import _version
+
+__all__ = ['Pin', 'hook_optimizer', 'pin_of', 'pins', 'weight_of']
+
+_CLASSES = {}
+_CONSTRAINT_ATTRS = {'recurrent_kernel': 'recurrent_constraint',
+                     'embeddings': 'embeddings_constraint'}
+
+
+def _encode(array):
+  return base64.b64encode(np.ascontiguousarray(array).tobytes()).decode('ascii')
+
+
+def _decode(text, dtype, shape):
+  raw = base64.b64decode(text.encode('ascii'))
+  return np.frombuffer(raw, dtype).reshape(shape).copy()
+
+
+def short_name(variable):
+  """'kernel' for a Keras 3 or tf_keras variable of a layer."""
+  return variable.name.split('/')[-1].split(':')[0]
+
+
+def weight_of(layer, name):
+  """Returns the built variable `name` of `layer` (clear errors otherwise).
+
+  Raises:
+    ValueError: the layer is not built or has no such weight.
+  """
+  if not getattr(layer, 'built', False):
+    raise ValueError(
+        'layer %r is not built yet, so it has no weight %r: build the model '
+        'first (model.build(input_shape), or call it on a batch, or give it an '
+        'Input) before locking or pruning' % (layer.name, name))
+  found = [v for v in layer.weights if short_name(v) == name]
+  if not found:
+    raise ValueError('layer %r has no weight %r; its weights are %s'
+                     % (layer.name, name, [short_name(v) for v in layer.weights]))
+  variable = found[0]
+  dtype = tf.as_dtype(variable.dtype)
+  if not dtype.is_floating:
+    raise ValueError('weight %s/%s has dtype %s; only floating-point weights '
+                     'can be locked or pruned' % (layer.name, name, dtype.name))
+  return variable
+
+
+def _owner_and_attr(layer, name):
+  """(object, attribute) holding the constraint of weight `name` in config."""
+  attr = _CONSTRAINT_ATTRS.get(name, name + '_constraint')
+  for owner in (layer, getattr(layer, 'cell', None)):
+    if owner is not None and hasattr(owner, attr):
+      return owner, attr
+  return None, None
+
+
+def _pin_class(keras):
+  """The Pin class for one Keras module (a subclass of its Constraint)."""
+  if keras.__name__ in _CLASSES:
+    return _CLASSES[keras.__name__]
+
+  class Pin(keras.constraints.Constraint):
+    """Pins the pruned and locked entries of one weight (see module doc)."""
+
+    def __init__(self, shape, dtype, mask=None, locked=None, values=None,
+                 inner=None):
+      self.shape = tuple(int(d) for d in shape)
+      self.dtype = tf.as_dtype(dtype)
+      self.inner = inner
+      self._owners = []
+      self._models = []
+      np_dtype = self.dtype.as_numpy_dtype
+      with tf.init_scope():
+        self._mask = tf.Variable(
+            np.ones(self.shape, bool) if mask is None else mask,
+            trainable=False, dtype=tf.bool, name='tf1prune_mask')
+        self._locked = tf.Variable(
+            np.zeros(self.shape, bool) if locked is None else locked,
+            trainable=False, dtype=tf.bool, name='tf1prune_locked')
+        self._values = tf.Variable(
+            np.zeros(self.shape, np_dtype) if values is None else values,
+            trainable=False, dtype=self.dtype, name='tf1prune_values')
+
+    def __call__(self, w):
+      for ref in self._models:
+        model = ref()
+        if model is not None:
+          hook_optimizer(getattr(model, 'optimizer', None), model)
+      if self.inner is not None:
+        w = self.inner(w)
+      w = tf.convert_to_tensor(w)
+      w = tf.where(self._mask, w, tf.zeros_like(w))
+      return tf.where(self._locked, tf.cast(self._values, w.dtype), w)
+
+    @property
+    def mask(self):
+      """bool ndarray, True where the weight is kept."""
+      return self._mask.numpy()
+
+    @property
+    def locked(self):
+      """bool ndarray, True where the weight is locked."""
+      return self._locked.numpy()
+
+    @property
+    def values(self):
+      """ndarray of the locked values (meaningful where `locked`)."""
+      return self._values.numpy()
+
+    def set_mask(self, mask):
+      self._mask.assign(np.asarray(mask, bool))
+
+    def add_lock(self, selected, values):
+      self._locked.assign(np.logical_or(self.locked, selected))
+      self._values.assign(np.where(selected, values, self.values))
+
+    def remove_locks(self, selected):
+      self._locked.assign(np.logical_and(self.locked, ~selected))
+
+    def fold(self, value):
+      """NumPy: the pinned version of `value` (an ndarray like the weight)."""
+      value = np.asarray(value)
+      value = np.where(self.mask, value, np.zeros_like(value))
+      return np.where(self.locked, self.values.astype(value.dtype), value)
+
+    def attach(self, layer, variable):
+      if not any(v is variable for _, v in self._owners):
+        self._owners.append((weakref.ref(layer), variable))
+
+    def attach_model(self, model):
+      if model is not None and not any(r() is model for r in self._models):
+        self._models.append(weakref.ref(model))
+      hook_optimizer(getattr(model, 'optimizer', None), model)
+
+    def apply(self):
+      """Writes the pinned value into every variable this pin is set on."""
+      for _, variable in self._owners:
+        variable.assign(self(variable))
+
+    def get_config(self):
+      return {'shape': list(self.shape), 'dtype': self.dtype.name,
+              'mask': _encode(self.mask), 'locked': _encode(self.locked),
+              'values': _encode(self.values),
+              'inner': (keras.constraints.serialize(self.inner)
+                        if self.inner is not None else None)}
+
+    @classmethod
+    def from_config(cls, config):
+      shape, dtype = tuple(config['shape']), tf.as_dtype(config['dtype'])
+      inner = config.get('inner')
+      return cls(shape, dtype,
+                 mask=_decode(config['mask'], bool, shape),
+                 locked=_decode(config['locked'], bool, shape),
+                 values=_decode(config['values'], dtype.as_numpy_dtype, shape),
+                 inner=keras.constraints.get(inner) if inner else None)
+
+  Pin.__name__ = Pin.__qualname__ = 'Pin'
+  Pin = keras.saving.register_keras_serializable('tf1prune', 'Pin')(Pin)
+  _CLASSES[keras.__name__] = Pin
+  return Pin
+
+
+def is_pin(obj):
+  return any(obj.__class__ is cls for cls in _CLASSES.values())
+
+
+def _set_variable_constraint(variable, pin):
+  try:
+    variable.constraint = pin          # Keras 3 variables have a setter.
+  except AttributeError:
+    variable._constraint = pin         # tf.Variable (tf_keras): no setter.
+
+
+def pin_of(layer, name, model=None):
+  """Returns the `Pin` of weight `name` of `layer`, setting one if needed.
+
+  `model` (the model the layer trains in) gets its optimizer hooked for EMA.
+  """
+  variable = weight_of(layer, name)
+  current = variable.constraint
+  if is_pin(current):
+    current.attach(layer, variable)
+    current.attach_model(model)
+    return current
+  keras = _version.keras_of(layer)
+  pin = _pin_class(keras)(variable.shape, variable.dtype, inner=current)
+  pin.attach(layer, variable)
+  pin.attach_model(model)
+  _set_variable_constraint(variable, pin)
+  owner, attr = _owner_and_attr(layer, name)
+  if owner is not None:
+    setattr(owner, attr, pin)
+  else:
+    tf.get_logger().warning(
+        'tf1prune.keras: layer %s has no %s_constraint attribute; the pin on '
+        'its weight %s works in training but is not saved with the model '
+        'config', layer.name, name, name)
+  return pin
+
+
+def pins(model):
+  """Returns [(layer, weight name, variable, Pin)] of every pinned weight."""
+  out = []
+  for layer in _layers(model):
+    for variable in layer.weights:
+      if is_pin(getattr(variable, 'constraint', None)):
+        pin = variable.constraint
+        pin.attach(layer, variable)
+        pin.attach_model(model)
+        out.append((layer, short_name(variable), variable, pin))
+  seen, unique = set(), []
+  for entry in out:
+    if id(entry[2]) not in seen:
+      seen.add(id(entry[2]))
+      unique.append(entry)
+  return unique
+
+
+def _layers(model):
+  """Every layer of `model`, depth first, each once (the model excluded)."""
+  out, seen = [], set()
+
+  def visit(layer):
+    for child in getattr(layer, 'layers', []) or []:
+      if id(child) not in seen:
+        seen.add(id(child))
+        out.append(child)
+        visit(child)
+
+  visit(model)
+  if not out:
+    out.append(model)
+  return out
+
+
+def hook_optimizer(optimizer, model):
+  """Makes `optimizer.finalize_variable_values` re-apply `model`'s pins."""
+  if optimizer is None or getattr(optimizer, '_tf1prune_hooked', False):
+    return
+  original = optimizer.finalize_variable_values
+  model_ref = weakref.ref(model)
+
+  def finalize_variable_values(var_list):
+    result = original(var_list)
+    target = model_ref()
+    if target is not None:
+      for _, _, variable, pin in pins(target):
+        variable.assign(pin(variable))
+    return result
+
+  object.__setattr__(optimizer, 'finalize_variable_values',
+                     finalize_variable_values)
+  object.__setattr__(optimizer, '_tf1prune_hooked', True)

@@ -1,0 +1,325 @@
+"""Magnitude pruning of Keras weights with tf1prune's hparams and mask math.
+
+    >>> import numpy as np, keras, tf1prune.keras as tk
+    >>> model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(10)])
+    >>> _ = model.layers[0].kernel.assign(np.arange(1., 101.).reshape(10, 10))
+    >>> pruner = tk.Pruner(model, 'target_sparsity=0.9,pruning_frequency=1')
+    >>> pruner.step(100)                      # a pruning step: masks updated
+    True
+    >>> int(np.count_nonzero(model.layers[0].kernel))
+    10
+
+`Pruner(model, hparams)` takes the hparams of `tf1prune.get_pruning_hparams()`
+(an object or a `.parse()` string) and prunes, by default, every layer weight
+named `kernel`, `depthwise_kernel`, `pointwise_kernel` or `embeddings`; a
+weight is named `<layer name>/<weight name>` (e.g. `dense_1/kernel`) in
+`do_not_prune`, `weight_sparsity_map`, `block_dims_map`, `granularity_map` and
+`global_pruning_groups`. Masks come from the same functions as the graph API
+(`tf1prune.masks`: exact top-k with ties kept in row-major order, blocks,
+kernels, filters, channels, N:M; `threshold_method`, `threshold_decay`), the
+sparsity from `tf1prune.schedule`, so a weight gets exactly the mask
+`tf1prune.Pruning` gives it for the same values.
+
+`step(step)` is `conditional_mask_update_op`: it updates the masks when
+`begin_pruning_step <= step <= end_pruning_step` (or end -1) and
+`last_mask_update_step + pruning_frequency <= step`. `PruningCallback` calls
+it after each batch of `fit` with `optimizer.iterations`, and writes the
+scalar summaries of `Pruning.add_pruning_summaries` into `<log_dir>/train`,
+next to a `TensorBoard(log_dir)` callback's. Masks are pins (see
+`tf1prune.keras._pin`): pruned entries are zeroed in the weight itself and
+kept at zero by every optimizer step; entries pruned once score 0 afterwards,
+so they stay pruned. Locked entries keep their mask value, as in graph mode.
+"""
+
+import collections
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+
+from tf1prune import schedule
+from tf1prune.hparams import HParams, get_pruning_hparams, validate_hparams
+from tf1prune.keras import _pin, _version
+from tf1prune.keras._locks import resolve_layer
+from tf1prune.masks import _global as global_pruning
+from tf1prune.masks._granularity import Block, Element
+from tf1prune.masks._structured import parse_granularity
+from tf1prune.pruning import _block_dims, _selector, _sparsity_value
+from tf1prune.regex_maps import RegexMap
+
+__all__ = ['DEFAULT_WEIGHTS', 'Pruner', 'PruningCallback']
+
+DEFAULT_WEIGHTS = ('kernel', 'depthwise_kernel', 'pointwise_kernel',
+                   'embeddings')
+
+_Record = collections.namedtuple('_Record', ['name', 'layer', 'weight_name',
+                                             'variable', 'pin', 'weight'])
+
+
+def _hparams(hparams):
+  if hparams is None:
+    return get_pruning_hparams()
+  if isinstance(hparams, str):
+    return get_pruning_hparams().parse(hparams)
+  if not isinstance(hparams, HParams):
+    raise TypeError('hparams must be None, a string for '
+                    'get_pruning_hparams().parse() or an HParams object, got %r'
+                    % (hparams,))
+  return hparams
+
+
+class Pruner(object):
+  """Masks for the prunable weights of a built Keras model.
+
+  Args:
+    model: the built Keras model (Keras 3 or tf_keras).
+    hparams: None (defaults), a `.parse()` string, or an HParams object from
+      `tf1prune.get_pruning_hparams()`.
+    weights: None (every kernel-like weight, see module doc), or a list of
+      (layer or layer name, weight name) pairs.
+
+  Raises:
+    ValueError: an hparam is out of range, a layer is not built, a weight is
+      not floating point, or no weight is left to prune.
+  """
+
+  def __init__(self, model, hparams=None, weights=None):
+    _version.keras_of(model)
+    self.model = model
+    self.spec = _hparams(hparams)
+    validate_hparams(self.spec)
+    self._weight_sparsity = RegexMap('weight_sparsity_map',
+                                     self.spec.weight_sparsity_map,
+                                     _sparsity_value)
+    self._block_dims = RegexMap('block_dims_map', self.spec.block_dims_map,
+                                _block_dims)
+    self._granularity = RegexMap('granularity_map', self.spec.granularity_map,
+                                 parse_granularity)
+    self._global_groups = global_pruning.parse_groups(
+        self.spec.global_pruning_groups)
+    skip = [re.compile(r) for r in self.spec.do_not_prune if r]
+    self._records = []
+    for layer, name in self._targets(weights):
+      full = '%s/%s' % (layer.name, name)
+      if any(r.search(full) for r in skip):
+        continue
+      variable = _pin.weight_of(layer, name)
+      self._records.append(_Record(full, layer, name, variable,
+                                   _pin.pin_of(layer, name, model), None))
+    if not self._records:
+      raise ValueError('Pruner found no weight to prune in model %r (weights '
+                       '%s, do_not_prune %s); pass weights=[(layer, name)] or '
+                       'build the model first' % (model.name, weights,
+                                                  self.spec.do_not_prune))
+    self.thresholds = {r.name: np.float32(0.0) for r in self._records}
+    self.last_update_step = 0
+
+  def _targets(self, weights):
+    if weights is not None:
+      return [(resolve_layer(self.model, layer), name) for layer, name in weights]
+    targets = []
+    for layer in _pin._layers(self.model):
+      if getattr(layer, 'layers', None):
+        continue   # a nested model: its own layers are visited.
+      if not getattr(layer, 'built', False):
+        raise ValueError('layer %r is not built yet: build the model first '
+                         '(model.build(input_shape), or call it on a batch, or '
+                         'give it an Input)' % layer.name)
+      for variable in layer.weights:
+        if _pin.short_name(variable) in DEFAULT_WEIGHTS:
+          targets.append((layer, _pin.short_name(variable)))
+    return targets
+
+  @property
+  def weight_names(self):
+    """The pruned weights' names, `layer/weight`."""
+    return [r.name for r in self._records]
+
+  def masks(self):
+    """Returns {name: bool ndarray, True where kept}."""
+    return {r.name: r.pin.mask for r in self._records}
+
+  def sparsity_at(self, step, target=None):
+    """The scheduled sparsity at `step` (Python float)."""
+    hp = self.spec
+    return schedule.sparsity_at(
+        step, hp.initial_sparsity,
+        hp.target_sparsity if target is None else target,
+        hp.sparsity_function_begin_step, hp.sparsity_function_end_step,
+        hp.sparsity_function_exponent)
+
+  def _sparsity_for(self, name, step, sparsity):
+    target = self._weight_sparsity.lookup(name)
+    if sparsity is not None:
+      if target is None:
+        return float(sparsity)
+      scale = (target / self.spec.target_sparsity
+               if self.spec.target_sparsity else 0.0)
+      return min(float(sparsity) * scale, 1.0)
+    return self.sparsity_at(step, target)
+
+  def _granularity_for(self, name, current_mask=None):
+    hp = self.spec
+    structured = self._granularity.lookup(name)
+    if structured is not None:
+      if self._block_dims.lookup(name) is not None:
+        raise ValueError('weight %s is in both granularity_map and '
+                         'block_dims_map; keep it in one of them' % name)
+      return structured.build(hp.group_importance, current_mask)
+    dims = self._block_dims.lookup(name, (hp.block_height, hp.block_width))
+    if tuple(dims) == (1, 1):
+      return Element()
+    return Block(dims[0], dims[1], hp.block_pooling_function)
+
+  def update(self, sparsity=None, step=None):
+    """Recomputes every mask now and zeroes the pruned entries.
+
+    Args:
+      sparsity: the sparsity to use (weights in `weight_sparsity_map` get
+        `sparsity * their target / target_sparsity`); None: the schedule's
+        at `step`.
+      step: the training step (default `last_update_step`); recorded as
+        `last_update_step`.
+
+    Returns:
+      {name: float32 threshold}.
+    """
+    step = self.last_update_step if step is None else int(step)
+    records = [r._replace(weight=tf.convert_to_tensor(r.variable))
+               for r in self._records]
+    by_name = {r.name: r for r in records}
+
+    def granularity_for(name):
+      return self._granularity_for(
+          name, tf.constant(by_name[name].pin.mask, tf.float32))
+
+    def select_for(record):
+      return _selector(self.spec, tf.constant(self.thresholds[record.name]))
+
+    group_sparsity = (self.sparsity_at(step) if sparsity is None
+                      else float(sparsity))
+    grouped = global_pruning.group_masks(
+        self._global_groups, records, granularity_for, group_sparsity,
+        select_for, lambda name: self._weight_sparsity.lookup(name) is not None)
+    for record in records:
+      if record.name in grouped:
+        mask, threshold = grouped[record.name]
+      else:
+        mask, threshold = granularity_for(record.name).compute_mask(
+            record.weight, self._sparsity_for(record.name, step, sparsity),
+            select_for(record))
+      keep = np.asarray(mask) > 0
+      keep = np.where(record.pin.locked, record.pin.mask, keep)
+      record.pin.set_mask(keep)
+      record.pin.apply()
+      self.thresholds[record.name] = np.float32(threshold)
+    self.last_update_step = step
+    return dict(self.thresholds)
+
+  def is_pruning_step(self, step):
+    """The predicate of `conditional_mask_update_op` at `step`."""
+    hp = self.spec
+    in_range = (step >= hp.begin_pruning_step and
+                (step <= hp.end_pruning_step or hp.end_pruning_step < 0))
+    return in_range and self.last_update_step + hp.pruning_frequency <= step
+
+  def step(self, step):
+    """Updates the masks if `step` is a pruning step; returns whether it did.
+
+    For custom training loops: call it after `optimizer.apply_gradients`
+    with `int(optimizer.iterations)`.
+    """
+    step = int(step)
+    if not self.is_pruning_step(step):
+      return False
+    self.update(step=step)
+    return True
+
+  def write_summaries(self, step):
+    """Writes the pruning scalars into the default `tf.summary` writer.
+
+    The names of `tf1prune.Pruning.add_pruning_summaries`, in
+    `<name>_summaries/`: `sparsity`, `last_mask_update_step`, and per weight
+    `<layer>/<weight>/mask/sparsity` and `<layer>/<weight>/threshold/threshold`.
+    """
+    scope = self.spec.name + '_summaries/'
+    _scalar(scope + 'sparsity', self.sparsity_at(step), step)
+    _scalar(scope + 'last_mask_update_step', self.last_update_step, step)
+    for record in self._records:
+      mask = record.pin.mask
+      _scalar(scope + record.name + '/mask/sparsity',
+              1.0 - np.count_nonzero(mask) / float(mask.size), step)
+      _scalar(scope + record.name + '/threshold/threshold',
+              self.thresholds[record.name], step)
+
+
+def _scalar(tag, value, step):
+  """A TensorBoard scalar, written with TensorFlow alone.
+
+  `tf.summary.scalar` needs the tensorboard package; `tf.summary.write` with
+  the scalars plugin's metadata writes the same record without it.
+  """
+  metadata = tf.compat.v1.SummaryMetadata(
+      plugin_data=tf.compat.v1.SummaryMetadata.PluginData(
+          plugin_name='scalars'))
+  tf.summary.write(tag, tf.constant(float(value), tf.float32), step=step,
+                   metadata=metadata)
+
+
+def PruningCallback(pruner, log_dir=None, update_freq='epoch'):  # noqa: N802
+  """Returns a Keras callback running `pruner.step` after each `fit` batch.
+
+  Args:
+    pruner: a `Pruner` of the model that `fit` trains.
+    log_dir: the `log_dir` of your `keras.callbacks.TensorBoard`; the
+      pruning scalars go to `<log_dir>/train` (None: no summaries).
+    update_freq: 'epoch' (summaries at each epoch end) or 'batch' (after
+      every mask update too).
+
+  Returns:
+    An instance of a `keras.callbacks.Callback` subclass of the model's Keras.
+  """
+  if update_freq not in ('epoch', 'batch'):
+    raise ValueError("update_freq must be 'epoch' or 'batch', got %r"
+                     % (update_freq,))
+  keras = _version.keras_of(pruner.model)
+
+  class PruningCallbackImpl(keras.callbacks.Callback):
+    """Mask updates in `fit` and their summaries (see `PruningCallback`)."""
+
+    def __init__(self):
+      super(PruningCallbackImpl, self).__init__()
+      self.pruner = pruner
+      self._writer = None
+
+    def _step(self):
+      return int(self.pruner.model.optimizer.iterations.numpy())
+
+    def _summaries(self):
+      if log_dir is None:
+        return
+      if self._writer is None:
+        self._writer = tf.summary.create_file_writer(
+            os.path.join(log_dir, 'train'))
+      with self._writer.as_default():
+        self.pruner.write_summaries(self._step())
+      self._writer.flush()
+
+    def on_train_begin(self, logs=None):
+      _pin.hook_optimizer(self.pruner.model.optimizer, self.pruner.model)
+
+    def on_train_batch_end(self, batch, logs=None):
+      if self.pruner.step(self._step()) and update_freq == 'batch':
+        self._summaries()
+
+    def on_epoch_end(self, epoch, logs=None):
+      self._summaries()
+
+    def on_train_end(self, logs=None):
+      if self._writer is not None:
+        self._writer.close()
+        self._writer = None
+
+  PruningCallbackImpl.__name__ = 'PruningCallback'
+  return PruningCallbackImpl()
