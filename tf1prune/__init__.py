@@ -26,6 +26,7 @@ from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
                               get_masked_weights, get_masks, get_thresholds,
                               get_weight_sparsity, get_weights,
                               masked_weight_records)
+from tf1prune.normalization import batch_norm
 from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
 from tf1prune.pruning import Pruning
@@ -50,6 +51,8 @@ __all__ = [
     'get_thresholds', 'get_weight_sparsity', 'get_weights',
     'masked_conv2d', 'masked_convolution', 'masked_fully_connected',
     'masked_weight_records', 'train',
+    # Batch normalization, slim-compatible (tf1prune.normalization).
+    'batch_norm',
     # Locks (tf1prune.locks).
     'LOCK_COLLECTION', 'Lock', 'LockHook', 'bake_masks_op',
     'capture_lock_values_op', 'lock', 'lock_records',
