@@ -328,3 +328,104 @@ def test_same_as_slim_with_zero_debias_and_batch_weights():
     for a, b in zip(ours['y'] + ours['moving'],
                     theirs['y'] + theirs['moving']):
       np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+# --- Checkpoints between TF 1.15's slim.batch_norm and ours on TF 2.x. ------
+
+def _checkpoint_model(training):
+  """Three batch norms (fused, unfused in place, zero-debiased rank 2).
+
+  Built with tf_slim's batch_norm on TF 1.15 and with ours on TF 2.x.
+  """
+  bn = slim.batch_norm if _TF1 else tf1prune.batch_norm
+  images = tf.placeholder(tf.float32, [4, 3, 3, 2], name='images')
+  net = bn(images, scale=True, is_training=training, scope='fused')
+  net = bn(net, scale=True, fused=False, updates_collections=None,
+           is_training=training, scope='unfused', activation_fn=tf.nn.relu)
+  flat = tf.reshape(net, [4, 18])
+  out = bn(flat, zero_debias_moving_mean=True, is_training=training,
+           scope='debiased')
+  return images, out
+
+
+def _restore_and_run(directory):
+  """Restores DIR/model.ckpt; the inference output, then one training step."""
+  x = _data([4, 3, 3, 2], seed=7)
+  result = {}
+  for training in (False, True):
+    with tf.Graph().as_default():
+      images, out = _checkpoint_model(training)
+      updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+      with tf.Session() as sess:
+        tf.train.Saver().restore(sess, os.path.join(directory, 'model.ckpt'))
+        y = sess.run([out] + updates, {images: x})[0]
+        result['training' if training else 'inference'] = y.tolist()
+        result['variables_after_step' if training else 'variables'] = {
+            v.op.name: sess.run(v).tolist() for v in tf.global_variables()}
+  return result
+
+
+def _write_checkpoint(directory):
+  """Trains the model 3 steps, saves it and the outputs it gives restored."""
+  with tf.Graph().as_default():
+    images, out = _checkpoint_model(True)
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    rng = np.random.RandomState(3)
+    assigns = [tf.assign(v, rng.uniform(0.5, 1.5, v.get_shape().as_list()))
+               for v in tf.trainable_variables()]
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      sess.run(assigns)
+      for step in range(3):
+        sess.run([out] + updates, {images: _data([4, 3, 3, 2], seed=step)})
+      tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'))
+  result = _restore_and_run(directory)
+  result['writer'] = tf.__version__
+  with open(os.path.join(directory, 'outputs.json'), 'w') as f:
+    json.dump(result, f)
+
+
+def _check_restored(directory, restored):
+  with open(os.path.join(directory, 'outputs.json')) as f:
+    written = json.load(f)
+  assert written['writer'] != restored['writer']
+  for key in ('variables', 'variables_after_step'):
+    assert sorted(restored[key]) == sorted(written[key])
+    for name, value in written[key].items():
+      np.testing.assert_allclose(restored[key][name], value, rtol=1e-5,
+                                 atol=1e-6, err_msg=name)
+  for key in ('inference', 'training'):
+    np.testing.assert_allclose(restored[key], written[key], rtol=1e-5,
+                               atol=1e-5, err_msg=key)
+
+
+def test_checkpoints_move_between_slim_on_tf1_and_ours_on_tf2(tmp_path,
+                                                               other_python):
+  """Written here, restored there, and the reverse (slim on TF 1.15)."""
+  here, there = str(tmp_path / 'here'), str(tmp_path / 'there')
+  os.makedirs(here)
+  os.makedirs(there)
+  _write_checkpoint(here)
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  proc = subprocess.run(
+      [other_python, os.path.abspath(__file__), here, there],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=600)
+  assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+  restored_there = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+  _check_restored(here, restored_there)
+  restored_here = _restore_and_run(there)
+  restored_here['writer'] = tf.__version__
+  _check_restored(there, restored_here)
+
+
+def _main(argv):
+  """Restores the checkpoint in argv[1] (prints it), writes one to argv[2]."""
+  tf.disable_eager_execution()
+  restored = _restore_and_run(argv[1])
+  restored['writer'] = tf.__version__
+  _write_checkpoint(argv[2])
+  print(json.dumps(restored))
+
+
+if __name__ == '__main__':
+  _main(sys.argv)
