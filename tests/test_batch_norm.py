@@ -260,11 +260,14 @@ def test_normalizer_fn_of_conv_layers_under_arg_scope():
     for var in ('gamma', 'beta', 'moving_mean', 'moving_variance'):
       assert '%s/BatchNorm/%s' % (layer, var) in names
     assert '%s/biases' % layer not in names
-  decays = [op for op in tf.get_default_graph().get_operations()
-            if '/AssignMovingAvg' in op.name and op.name.endswith('/decay')]
-  assert len(decays) == 4
-  for op in decays:
-    assert np.isclose(tf.get_static_value(op.outputs[0]), 0.5)
+  decays = {}  # update name scope -> the constants in it
+  for op in tf.get_default_graph().get_operations():
+    if '/AssignMovingAvg' in op.name and op.type == 'Const':
+      scope = op.name[:op.name.index('/AssignMovingAvg')]
+      decays.setdefault(scope, set()).add(
+          float(tf.get_static_value(op.outputs[0])))
+  assert sorted(decays) == ['masked/BatchNorm', 'plain/BatchNorm']
+  assert all(0.5 in values for values in decays.values())
 
 
 def test_renorm_raises_not_implemented():

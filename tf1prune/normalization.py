@@ -113,16 +113,24 @@ def _zero_debias_variables(moving_mean):
   return biased, local_step
 
 
-def _assign_moving_average(variable, value, decay, debias=None):
+def _assign_moving_average(variable, value, decay, debias=None,
+                           decay_in_float32=False):
   """`variable -= (variable - value) * (1 - decay)`, slim's update.
 
   With `debias=(biased, local_step)` the average is kept in `biased` and
-  `variable` receives `biased / (1 - decay ** local_step)`.
+  `variable` receives `biased / (1 - decay ** local_step)`. `1 - decay` is
+  computed in Python, or, with `decay_in_float32` (slim's default path, its
+  Keras layer), in float32 from `float32(decay)`: the results differ in the
+  last bit, and so would the moving averages.
   """
   with tf.name_scope(None, 'AssignMovingAvg', [variable, value]) as scope:
     dtype = variable.dtype.base_dtype
-    one_minus_decay = tf.cast(tf.convert_to_tensor(1.0 - decay, name='decay'),
-                              dtype)
+    if decay_in_float32:
+      one_minus_decay = tf.subtract(
+          1.0, tf.convert_to_tensor(decay, dtype=tf.float32), name='decay')
+    else:
+      one_minus_decay = tf.convert_to_tensor(1.0 - decay, name='decay')
+    one_minus_decay = tf.cast(one_minus_decay, dtype)
     value = tf.cast(value, dtype)
     if debias is None:
       return tf.assign_sub(variable, (variable - value) * one_minus_decay,
@@ -295,8 +303,10 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
       debias = _zero_debias_variables(moving_mean)
 
     def updates(mean, variance):
-      return (_assign_moving_average(moving_mean, mean, decay, debias),
-              _assign_moving_average(moving_variance, variance, decay))
+      return (_assign_moving_average(moving_mean, mean, decay, debias,
+                                     slim_keras_path),
+              _assign_moving_average(moving_variance, variance, decay,
+                                     decay_in_float32=slim_keras_path))
 
     if use_fused:
       x = _as_4d(inputs, data_format) if rank == 2 else inputs
