@@ -27,6 +27,7 @@ from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
                               get_weight_sparsity, get_weights,
                               masked_weight_records)
 from tf1prune.normalization import batch_norm
+from tf1prune import slim_compat  # tf1prune.slim_compat.use_tf1prune_batch_norm()
 from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
 from tf1prune.pruning import Pruning
