@@ -28,6 +28,8 @@ from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
                               get_masked_weights, get_masks, get_thresholds,
                               get_weight_sparsity, get_weights,
                               masked_weight_records)
+from tf1prune.normalization import batch_norm
+from tf1prune import slim_compat  # tf1prune.slim_compat.use_tf1prune_batch_norm()
 from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
 from tf1prune.pruning import Pruning
@@ -57,6 +59,8 @@ __all__ = [
     'PruningHook',
     # Stacking and wrapping RNN cells (tf1prune.rnn_wrappers).
     'DropoutWrapper', 'MultiRNNCell', 'ResidualWrapper',
+    # Batch normalization, slim-compatible (tf1prune.normalization).
+    'batch_norm',
     # Locks (tf1prune.locks).
     'LOCK_COLLECTION', 'Lock', 'LockHook', 'bake_masks_op',
     'capture_lock_values_op', 'lock', 'lock_records',
