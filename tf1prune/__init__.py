@@ -12,6 +12,7 @@ Importing tf1prune changes nothing in TensorFlow's global state.
 """
 
 from tf1prune import _moved
+from tf1prune import slim_compat  # use_tf1prune_batch_norm(): tf_slim.nets on TF 2.x
 from tf1prune.channel_groups import (ChannelGroup, GroupMember,
                                      find_channel_groups, format_channel_groups)
 from tf1prune.export import (ShrinkReport, StripReport, graph_def_from_checkpoint,
@@ -29,7 +30,6 @@ from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
                               get_weight_sparsity, get_weights,
                               masked_weight_records)
 from tf1prune.normalization import batch_norm
-from tf1prune import slim_compat  # tf1prune.slim_compat.use_tf1prune_batch_norm()
 from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
 from tf1prune.pruning import Pruning
