@@ -9,7 +9,7 @@
     ...   x = tf.placeholder(tf.float32, [None, 2], name='x')
     ...   h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w, name='a'), [1., 2., 3.]))
     ...   y = tf.matmul(h, np.ones([3, 1], np.float32), name='y')
-    >>> view = FrozenGraph(g.as_graph_def(), ['y']); view.folded = {}
+    >>> view = FrozenGraph(g.as_graph_def(), ['y'])
     >>> region = explore(view, find_layers(view)[0], 'a')
     >>> shrink_region(view, region, True)
     (1, [])
@@ -34,13 +34,12 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export._shrink_graph import attr_ints, split_input
-from tf1prune.export._shrink_region import channel_const
+from tf1prune.export._shrink_region import channel_const, const_ints
 from tf1prune.export._shrink_report import ShrinkStop
 from tf1prune.export._shrink_border import conv_map
-from tf1prune.export._shrink_values import (full, layer_pads, propagate,
-                                            spatial_size)
-
-__all__ = ['shrink_region', 'own_bias']
+from tf1prune.export._shrink_channels import append_channels, extra_channels
+from tf1prune.export._shrink_values import (empty_filters, full, layer_pads,
+                                            propagate, spatial_size)
 
 
 def own_bias(g, layer, channels):
@@ -111,32 +110,67 @@ def _contribution(g, layer, x, rows):
                   attr_ints(layer.node, 'dilations', [1] * 4)[1:3])
 
 
-def _fold(g, layer, value, keep):
-  """Adds `value` ([O] or [H', W', O]) to `layer`'s output."""
-  dtype = g.value(layer.weight).dtype
-  outputs = g.value(layer.weight).shape[-1]
-  if layer.kind == 'depthwise':
-    outputs *= g.value(layer.weight).shape[-2]
-  bias = own_bias(g, layer, outputs)
+def _uniform(value):
+  """`value` ([O] or [H', W', O]) as [O] if it is the same everywhere."""
   if value.ndim == 3:
     center = value[value.shape[0] // 2, value.shape[1] // 2]
     if np.abs(value - center).max() <= 1e-12 * np.abs(value).max():
-      value = center
-  rest = value
+      return center
+    return None
+  return value
+
+
+def _fold(g, layer, value, keep):
+  """Adds `value` [O], the same at every position, to `layer`'s output:
+  to its own bias, or with a new Add node (of the `keep` outputs when the
+  layer loses outputs in the same region)."""
+  dtype = g.value(layer.weight).dtype
+  outputs = g.value(layer.weight).shape[-1]
+  bias = own_bias(g, layer, outputs)
   if bias is not None:
-    uniform = value if value.ndim == 1 else value[
-        value.shape[0] // 2, value.shape[1] // 2]
     old = g.value(bias)
-    g.set_value(bias, (old.astype(np.float64) + uniform).astype(old.dtype))
-    rest = None if value.ndim == 1 else value - uniform
-  if rest is None or not np.any(rest):
-    return
-  after = (g.consumers(layer.node.name)[0][0].name if bias is not None
-           else layer.node.name)
-  rest = rest[..., keep] if keep is not None else rest
-  const = _insert_add(g, after, (rest[None] if rest.ndim == 3 else rest)
-                      .astype(dtype))
-  g.folded.setdefault(layer.node.name, []).append(const)
+    g.set_value(bias, (old.astype(np.float64) + value).astype(old.dtype))
+  elif np.any(value):
+    value = value[keep] if keep is not None else value
+    const = _insert_add(g, layer.node.name, value.astype(dtype))
+    g.folded.setdefault(layer.node.name, []).append(const)
+
+
+def _sink_update(g, layer, x, rows, keep):
+  """What removing input `rows` (value `x`) of sink `layer` needs: None, or
+  the extra channels (pattern, weights) that carry it to a padded conv."""
+  if not np.any(x):
+    return None
+  value = _contribution(g, layer, x, rows)
+  uniform = _uniform(value)
+  if uniform is not None:
+    _fold(g, layer, uniform, keep)
+    return None
+  kernel = g.value(layer.weight)[:, :, rows, :]
+  pattern, weights = extra_channels(x, kernel)
+  return pattern, weights, _padded_ones(g, layer, pattern)
+
+
+def _padded_ones(g, layer, pattern):
+  """(tensor, paddings) if `pattern` is ones that the Pad before `layer`
+  pads with zeros, else None."""
+  if pattern is None or pattern.shape[-1] != 1:
+    return None
+  node = g.nodes.get(split_input(layer.node.input[0])[0])
+  if node is None or node.op not in ('Pad', 'PadV2') or \
+      split_input(layer.node.input[0])[1] != 0:
+    return None
+  pads = const_ints(g, node.input[1])
+  fill = const_ints(g, node.input[2]) if node.op == 'PadV2' else np.zeros(1)
+  size = spatial_size(g, split_input(node.input[0])[0])
+  if pads is None or fill is None or size is None or pads.shape != (4, 2) \
+      or np.any(pads[[0, 3]]) or np.any(fill):
+    return None
+  ones = np.pad(np.ones(size), [tuple(p) for p in pads[1:3].tolist()],
+                'constant')
+  if ones.shape != pattern.shape[:2] or np.any(ones != pattern[..., 0]):
+    return None
+  return node.input[0], pads
 
 
 def _first_sum(region, position, classes, cls):
@@ -155,8 +189,7 @@ def _decide(g, region, fold_borders, position, classes, values, reasons):
       block.setdefault(c, why)
   live = set()
   for layer in region.sources:
-    weight = g.value(layer.weight)
-    empty = ~weight.reshape(-1, weight.shape[-1]).any(axis=0)
+    empty = empty_filters(g, layer)
     for c, is_empty in zip(classes[layer.node.name], empty):
       (dead if is_empty else live).add(c)
   for c in dead & live:
@@ -213,8 +246,7 @@ def shrink_region(g, region, fold_borders, position=None):
   if region.broken is not None:
     stops = []
     for layer in region.sources:
-      weight = g.value(layer.weight)
-      count = int((~weight.reshape(-1, weight.shape[-1]).any(axis=0)).sum())
+      count = int(empty_filters(g, layer).sum())
       if count:
         stops.append(ShrinkStop(layer.node.name, region.broken[0],
                                 region.broken[1], region.broken[2], count))
@@ -227,8 +259,7 @@ def shrink_region(g, region, fold_borders, position=None):
   stops = []
   for layer in region.sources:
     kept = {}
-    weight = g.value(layer.weight)
-    empty = ~weight.reshape(-1, weight.shape[-1]).any(axis=0)
+    empty = empty_filters(g, layer)
     for c, is_empty in zip(classes[layer.node.name], empty):
       if is_empty and c in block:
         kept[block[c]] = kept.get(block[c], 0) + 1
@@ -242,11 +273,12 @@ def shrink_region(g, region, fold_borders, position=None):
     rows = np.flatnonzero(mask[tensor])
     if not rows.size:
       continue
-    x = values[tensor][..., rows]
-    if np.any(x):
-      keep = ~mask[layer.node.name] if layer.node.name in sources else None
-      _fold(g, layer, _contribution(g, layer, x, rows), keep)
+    keep = ~mask[layer.node.name] if layer.node.name in sources else None
+    extra = _sink_update(g, layer, values[tensor][..., rows], rows, keep)
     _delete(g, layer.weight, mask[tensor], axis=-2)
+    if extra is not None:
+      g.folded.setdefault(layer.node.name, []).extend(
+          append_channels(g, layer, *extra))
   for layer in region.sources:
     _delete(g, layer.weight, mask[layer.node.name])
   for op in region.ops:
