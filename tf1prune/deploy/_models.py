@@ -90,9 +90,14 @@ def _slim_pad(x):
 
 
 def _mobilenet(x):
-  """conv, then a depthwise 3x3 (SAME: it pads) and a pointwise 1x1 conv."""
+  """conv, then a depthwise 3x3 (SAME: it pads) and a pointwise 1x1 conv.
+
+  conv1's biases are of both signs: a removed channel that relu6 makes 0
+  passes the depthwise as a constant; one that is not 0 is a border map
+  after it, which the shrink keeps (a pattern would cost more)."""
   bias = tf.random_uniform_initializer(0.05, 0.3)
-  net = tf1prune.masked_conv2d(x, 16, 3, biases_initializer=bias,
+  net = tf1prune.masked_conv2d(x, 16, 3, biases_initializer=(
+      tf.random_uniform_initializer(-0.3, 0.3)),
                                activation_fn=tf.nn.relu6, scope='conv1')
   with tf.variable_scope('depthwise'):
     kernel = tf.get_variable('depthwise_weights', [3, 3, 16, 1])

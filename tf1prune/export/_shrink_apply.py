@@ -219,12 +219,43 @@ def _decide(g, region, fold_borders, position, classes, values, reasons):
     for c in classes[tensor][nonzero]:
       block.setdefault(c, node + (limit + ': only channels whose constant '
                                   'is 0 are removed',))
+  _block_costly_maps(g, region, classes, values, dead, block)
   for tensor in region.ids:
     gone = [c for c in classes[tensor] if c in dead and c not in block]
     if len(gone) == classes[tensor].size:
       block[gone[0]] = (tensor, g.nodes[tensor].op,
                         'every output channel is empty; one is kept')
   return block, dead
+
+
+def _block_costly_maps(g, region, classes, values, dead, block):
+  """Keeps the channels whose values vary over the positions at a conv that
+  would need a `[1, H, W, k]` pattern for them costing more parameters than
+  its weights on them."""
+  for layer, tensor in region.sinks:
+    if layer.kind != 'conv':
+      continue
+    rows = np.array([i for i, c in enumerate(classes[tensor])
+                     if c in dead and c not in block], np.int64)
+    x = values[tensor][..., rows] if rows.size else None
+    if x is None or x.shape[:2] == (1, 1) or not np.isfinite(x).all() or \
+        layer_pads(g, layer.node, g.value(layer.weight).shape[:2]) is None:
+      continue
+    if _uniform(_contribution(g, layer, x, rows)) is not None:
+      continue
+    kernel = g.value(layer.weight)[:, :, rows, :]
+    pattern, weights = extra_channels(x, kernel)
+    if pattern is None or _padded_ones(g, layer, pattern) is not None or \
+        pattern.size + weights.size < kernel.size:
+      continue
+    flat = x.reshape(-1, rows.size)
+    varying = flat.max(axis=0) != flat.min(axis=0)
+    for c in classes[tensor][rows[varying]]:
+      block.setdefault(c, (layer.node.name, layer.node.op,
+                           'the removed channels vary over the positions '
+                           'here (padding before): an exact [1, H, W, k] '
+                           'pattern of them would cost more parameters than '
+                           'keeping them'))
 
 
 def _delete(g, const, mask, axis=-1):
