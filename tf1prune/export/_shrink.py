@@ -31,9 +31,12 @@ output of `strip_pruning_vars_fn`). In three steps:
    `multiplier` outputs go together) and a flatten into a dense layer.
 3. `_shrink_values` and `_shrink_apply`: what a removed channel is at each
    tensor (a constant, or a constant map after padding), and what it gave the
-   next layers: added to their bias, plus an exact `[1, H, W, C]` border map
-   (Add node `<bias>/shrink_fold`) where zero padding makes it vary
-   (`fold_borders=False`: such channels stay unless their constant is 0).
+   next layers: added to their bias where it is the same at every output
+   position; where zero padding makes it vary, the next conv reads it as
+   extra input channels (`_shrink_channels`: a channel of ones, maybe padded
+   like the data or times a `[1, H, W, k]` pattern), which every deployment
+   stack computes exactly (`fold_borders=False`: such channels stay unless
+   their constant is 0).
 
 Layers emptied by removed inputs are removed in the next round, until
 nothing changes. Where a channel has to stay (an LRN, a graph output, a
@@ -112,14 +115,17 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
     output_node_names: list of output node names (or a comma-separated str);
       their shapes and values do not change.
     fold_borders: when a removed channel's constant is not 0 and the next
-      conv zero-pads, add what it gave the border outputs back as a constant
-      `[1, H, W, C]` map (a new Add node after the next layer's bias). False:
-      such channels stay.
+      conv zero-pads, give that conv what the channel gave it as an extra
+      input channel of ones (`<conv>/shrink_ones`, counted in the report's
+      parameters and FLOPs; the report's `inputs` leave it out). False: such
+      channels stay.
 
   Returns:
     (graph_def, report): the shrunk GraphDef (same node names, smaller
     weight, bias and reshape constants, batch norms folded, maybe new
-    `.../shrink_fold` Add nodes; no `_output_shapes` attributes, attributes
+    `<conv>/shrink_ones` extra channels, or `.../shrink_fold` Add nodes of a
+    `[C]` constant after a layer without a bias; no `_output_shapes`
+    attributes, attributes
     at their default left out, so that TF 1.15 and TF 2.x both load it) and a
     `ShrinkReport` with per-layer parameters and FLOPs before and after, and
     where and why empty channels had to stay.

@@ -23,11 +23,13 @@ constant everywhere, and every sink can take it; one class of each tensor
 stays, so that no tensor is empty. Removing a class deletes it from the
 sources' weights (output axis), the per-channel constants of the region
 ops, the depthwise weights (input axis), reshape targets, and the sinks'
-weights (input axis). What the removed inputs gave a sink, a constant, is
-added to the sink's bias; where a zero-padded conv (or a value that varies
-over the positions) makes it vary, the rest is added as a `[1, H, W, C]` map
-in a new Add node after the bias (`fold_borders=False`: such channels stay
-unless their value is 0).
+weights (input axis). What the removed inputs gave a sink, when it is the
+same at every output position, is added to the sink's bias (or by a new Add
+of a `[C]` constant when it has none); where a zero-padded conv (or a value
+that varies over the positions) makes it vary, the conv reads the removed
+values as extra input channels (`_shrink_channels`), unless their pattern
+would cost more parameters than the channels (then they stay);
+`fold_borders=False`: such channels stay unless their value is 0.
 """
 
 import numpy as np
