@@ -92,37 +92,58 @@ def test_conv_filters_removed_through_bias_relu_pool_and_valid_conv():
 
 
 def _padded_pair(rs):
-  """conv1 (1x1) with 3 empty filters -> relu -> conv2 3x3 SAME (pads)."""
+  """conv1 (1x1) with 3 empty filters -> relu -> conv2 3x3 SAME (pads).
+
+  Returns (feed, conv2's weight, conv2's bias)."""
   w1 = rs.randn(1, 1, 2, 4).astype(np.float32)
   w1[..., :3] = 0.0
   b1 = np.array([1.5, -1.0, 0.7, 0.0], np.float32)   # relu: 1.5, 0, 0.7, 0
   x = tf.placeholder(tf.float32, [None, 6, 7, 2], name='x')
   h = tf.nn.relu(_conv(x, w1, b1))
-  _conv(h, rs.randn(3, 3, 4, 2), rs.randn(2), 'SAME', name='y')
-  return rs.randn(2, 6, 7, 2).astype(np.float32)
+  w2, b2 = rs.randn(3, 3, 4, 2), rs.randn(2)
+  _conv(h, w2, b2, 'SAME', name='y')
+  return (rs.randn(2, 6, 7, 2).astype(np.float32), w2.astype(np.float32),
+          b2.astype(np.float32))
 
 
-def test_zero_padded_next_conv_gets_an_exact_border_map():
-  feed = _padded_pair(np.random.RandomState(2))
+def test_zero_padded_next_conv_reads_the_removed_constants_as_ones():
+  feed, w2, b2 = _padded_pair(np.random.RandomState(2))
   small, report = _check_same_outputs(tf.get_default_graph().as_graph_def(),
                                       feed)
   assert report.layers[0].outputs_after == 1 and report.stops == []
-  maps = [v for n, v in _consts(small).items()
-          if n.endswith('/shrink_unfolded/value')]   # 'y' is the BiasAdd
-  assert [m.shape for m in maps] == [(1, 6, 7, 2)]
-  interior = maps[0][0, 1:-1, 1:-1]
-  np.testing.assert_allclose(interior, np.zeros_like(interior), atol=1e-6)
-  assert report.layers[1].params_after == 3 * 3 * 1 * 2 + 2 + 6 * 7 * 2
+  consts = _consts(small)
+  weight, = [v for v in consts.values() if v.ndim == 4 and v.shape[:2] == (3, 3)]
+  # Input 0 is the kept channel 3, input 1 the ones: relu(b1) of the removed
+  # channels times their weights, summed; the bias is unchanged.
+  assert weight.shape == (3, 3, 2, 2)
+  np.testing.assert_array_equal(weight[:, :, 0], w2[:, :, 3])
+  removed = np.float32([1.5, 0.0, 0.7]).astype(np.float64)
+  expected = np.tensordot(removed, w2[:, :, :3].astype(np.float64),
+                          axes=([0], [2])).astype(np.float32)
+  np.testing.assert_array_equal(weight[:, :, 1], expected)
+  assert [v for v in consts.values() if v.shape == (2,)][0].tolist() == \
+      b2.tolist()
+  ops = {n.name: n.op for n in small.node}
+  added = {n.partition('/shrink_ones')[2]: op for n, op in ops.items()
+           if '/shrink_ones' in n}
+  assert added == {'': 'ConcatV2', '/axis': 'Const', '/begin': 'Const',
+                   '/end': 'Const', '/strides': 'Const', '/slice':
+                   'StridedSlice', '/shape': 'Shape', '/one': 'Const',
+                   '/fill': 'Fill'}
+  assert not [n for n in ops if 'shrink_fold' in n or 'unfolded' in n]
+  # Parameters: the kernel with its extra channel, the bias, the 1.0 filled.
+  assert report.layers[1].inputs_after == 1
+  assert report.layers[1].params_after == 3 * 3 * (1 + 1) * 2 + 2 + 1
 
 
 def test_without_border_maps_only_zero_constants_fold_into_a_padded_conv():
-  feed = _padded_pair(np.random.RandomState(2))
+  feed, _, _ = _padded_pair(np.random.RandomState(2))
   small, report = _check_same_outputs(tf.get_default_graph().as_graph_def(),
                                       feed, fold_borders=False)
   assert report.layers[0].outputs_after == 3        # channel 1 removed only
   stop, = report.stops
   assert stop.channels == 2 and 'zero-pads its input' in stop.reason
-  assert not any('shrink_fold' in n.name for n in small.node)
+  assert not any('shrink_' in n.name for n in small.node)
 
 
 def test_border_map_reaches_through_strides_dilations_and_a_next_shrink():
@@ -255,7 +276,7 @@ def test_next_layer_without_bias_gets_an_add_for_the_constants():
 
 def test_bad_output_names_raise():
   tf.placeholder(tf.float32, [None, 3], name='x')
-  with pytest.raises(ValueError, match=r"\['nope'\] are not in the graph"):
+  with pytest.raises(ValueError, match="output node 'nope' not found in graph_def"):
     shrink_graph_def(tf.get_default_graph().as_graph_def(), ['nope'])
 
 

@@ -81,7 +81,8 @@ def test_conv_fused_batch_norm_folds_and_its_empty_filters_go():
   assert (conv1.outputs_before, conv1.outputs_after) == (6, 4)
   assert (conv2.inputs_before, conv2.inputs_after) == (6, 4)
   assert conv1.flops_after == _conv_flops(8, 8, 3, 3, 4)
-  assert conv2.flops_after == _conv_flops(8, 8, 3, 4, 4)
+  # conv2 pads: it reads the removed constants as one extra channel of ones.
+  assert conv2.flops_after == _conv_flops(8, 8, 3, 4 + 1, 4)
   assert report.stops == []
 
 
@@ -142,7 +143,8 @@ def test_residual_add_shrinks_when_every_member_drops_the_same_channels():
   assert _layer(report, 'conv_s').outputs_after == 5
   assert _layer(report, 'conv_b2').outputs_after == 5
   assert _layer(report, 'conv_out').inputs_after == 5
-  assert _layer(report, 'conv_out').flops_after == _conv_flops(8, 8, 3, 5, 2)
+  assert _layer(report, 'conv_out').flops_after == _conv_flops(8, 8, 3, 5 + 1,
+                                                              2)
   assert report.stops == []
 
 
@@ -205,10 +207,15 @@ def test_explicit_pad_before_a_valid_stride_2_conv_is_passed_exactly():
                                  2), rs))
   tf.identity(_conv(h, rs.randn(1, 1, 4, 2), 'conv3'), name='y')
   feed = rs.randn(2, 9, 9, 2).astype(np.float32)
-  _, report = _shrink_same_outputs(feed)
+  small, report = _shrink_same_outputs(feed)
   assert _layer(report, 'conv1').outputs_after == 3
   assert _layer(report, 'conv2').inputs_after == 3
-  assert _layer(report, 'conv2').flops_after == _conv_flops(5, 5, 3, 3, 4)
+  # The removed channels are constants inside, 0 in the padding: conv2 reads
+  # them as one extra channel of ones padded the same way (no map constant).
+  assert _layer(report, 'conv2').flops_after == _conv_flops(5, 5, 3, 3 + 1, 4)
+  ops = {n.name: n.op for n in small.node}
+  assert ops['conv2/shrink_ones/pad'] == 'Pad'
+  assert 'conv2/shrink_ones/pattern' not in ops
   assert report.stops == []
 
 

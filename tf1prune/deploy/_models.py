@@ -71,6 +71,46 @@ def _resnet(x):
                                          scope='logits')
 
 
+def _conv_bn(net, outputs, kernel, scope, stride=1, padding='SAME'):
+  """A slim-style conv without bias, then an inference batch norm."""
+  net = tf1prune.masked_conv2d(net, outputs, kernel, stride=stride,
+                               padding=padding, activation_fn=None,
+                               biases_initializer=None, scope=scope)
+  return _batch_norm(net, scope + '/BatchNorm')
+
+
+def _slim_pad(x):
+  """slim's resnet_utils.conv2d_same: an explicit Pad, a stride-2 VALID conv."""
+  net = tf.nn.relu(_conv_bn(x, 16, 3, 'conv1'))
+  net = tf.pad(net, [[0, 0], [1, 1], [1, 1], [0, 0]])
+  net = tf.nn.relu(_conv_bn(net, 24, 3, 'conv2', 2, 'VALID'))
+  net = tf.reduce_mean(net, [1, 2])
+  return tf1prune.masked_fully_connected(net, 10, activation_fn=None,
+                                         scope='logits')
+
+
+def _mobilenet(x):
+  """conv, then a depthwise 3x3 (SAME: it pads) and a pointwise 1x1 conv.
+
+  conv1's biases are of both signs: a removed channel that relu6 makes 0
+  passes the depthwise as a constant; one that is not 0 is a border map
+  after it, which the shrink keeps (a pattern would cost more)."""
+  bias = tf.random_uniform_initializer(0.05, 0.3)
+  net = tf1prune.masked_conv2d(x, 16, 3, biases_initializer=(
+      tf.random_uniform_initializer(-0.3, 0.3)),
+                               activation_fn=tf.nn.relu6, scope='conv1')
+  with tf.variable_scope('depthwise'):
+    kernel = tf.get_variable('depthwise_weights', [3, 3, 16, 1])
+    net = tf.nn.depthwise_conv2d(net, kernel, [1, 1, 1, 1], 'SAME')
+    net = tf.nn.relu6(tf.nn.bias_add(net, tf.get_variable(
+        'biases', [16], initializer=bias)))
+  net = tf1prune.masked_conv2d(net, 24, 1, biases_initializer=bias,
+                               scope='pointwise')
+  net = tf.reduce_mean(net, [1, 2])
+  return tf1prune.masked_fully_connected(net, 10, activation_fn=None,
+                                         scope='logits')
+
+
 def _lstm(x, dynamic):
   cell = tf1prune.MaskedBasicLSTMCell(16)
   if dynamic:
@@ -83,15 +123,39 @@ def _lstm(x, dynamic):
                                          scope='logits')
 
 
-# name -> (input shape, build fn, granularity hparam, sparsity, shrink)
+# The same channels of the residual add's two members: the stem (it also
+# feeds unit/conv1, which pads) and unit/conv2.
+_COUPLED = {'stem': [1, 4, 6, 9, 10, 13], 'unit/conv2': [1, 4, 6, 9, 10, 13]}
+
+# name -> (input shape, build fn, granularity hparam, sparsity, shrink,
+#          {scope: output channels whose mask is then set to 0})
 MODELS = {
-    'cnn_element': ([2, 12, 12, 3], _cnn, '', 0.9, False),
-    'cnn_filter_shrunk': ([2, 12, 12, 3], _cnn, 'conv.*:filter', 0.5, True),
+    'cnn_element': ([2, 12, 12, 3], _cnn, '', 0.9, False, None),
+    'cnn_filter_shrunk': ([2, 12, 12, 3], _cnn, 'conv.*:filter', 0.5, True,
+                          None),
     'resnet_bn_shrunk': ([2, 12, 12, 3], _resnet, 'unit/conv1:filter', 0.5,
-                         True),
-    'lstm_static': ([2, 5, 6], lambda x: _lstm(x, False), '', 0.8, False),
-    'lstm_dynamic': ([2, 5, 6], lambda x: _lstm(x, True), '', 0.8, False),
+                         True, None),
+    'resnet_coupled_shrunk': ([2, 12, 12, 3], _resnet, '', 0.0, True,
+                              _COUPLED),
+    'slim_pad_shrunk': ([2, 13, 13, 3], _slim_pad, 'conv1:filter', 0.5, True,
+                        None),
+    'mobilenet_dw_shrunk': ([2, 12, 12, 3], _mobilenet, 'conv1:filter', 0.5,
+                            True, None),
+    'lstm_static': ([2, 5, 6], lambda x: _lstm(x, False), '', 0.8, False,
+                    None),
+    'lstm_dynamic': ([2, 5, 6], lambda x: _lstm(x, True), '', 0.8, False,
+                     None),
 }
+
+
+def _zero_channels(sess, graph, zeroed):
+  """Sets the masks of output channels `zeroed` ({scope: [channel]}) to 0."""
+  for record in tf1prune.masked_weight_records(graph):
+    scope = record.name.rsplit('/', 1)[0]
+    if scope in (zeroed or {}):
+      mask = sess.run(record.mask)
+      mask[..., zeroed[scope]] = 0.0
+      record.mask.load(mask, sess)
 
 
 def build(name, out_dir):
@@ -100,7 +164,7 @@ def build(name, out_dir):
   The spec: `pb`, `control` (paths), `inputs` ([[name, shape]]), `outputs`
   (node names), `shrink` (the shrink report as text, or None).
   """
-  shape, fn, granularity, sparsity, shrink = MODELS[name]
+  shape, fn, granularity, sparsity, shrink, zeroed = MODELS[name]
   train_dir = tempfile.mkdtemp(prefix=name, dir=out_dir)
   with tf.Graph().as_default() as graph:
     tf.set_random_seed(_SEED)
@@ -118,6 +182,7 @@ def build(name, out_dir):
       control = tf.graph_util.convert_variables_to_constants(
           sess, graph.as_graph_def(), [output])
       sess.run(update)
+      _zero_channels(sess, graph, zeroed)
       tf.train.Saver().save(sess, os.path.join(train_dir, 'model.ckpt'),
                             global_step=step)
   spec = {'pb': os.path.join(out_dir, name + '.pb'),

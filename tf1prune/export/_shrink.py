@@ -31,9 +31,12 @@ output of `strip_pruning_vars_fn`). In three steps:
    `multiplier` outputs go together) and a flatten into a dense layer.
 3. `_shrink_values` and `_shrink_apply`: what a removed channel is at each
    tensor (a constant, or a constant map after padding), and what it gave the
-   next layers: added to their bias, plus an exact `[1, H, W, C]` border map
-   (Add node `<bias>/shrink_fold`) where zero padding makes it vary
-   (`fold_borders=False`: such channels stay unless their constant is 0).
+   next layers: added to their bias where it is the same at every output
+   position; where zero padding makes it vary, the next conv reads it as
+   extra input channels (`_shrink_channels`: a channel of ones, maybe padded
+   like the data or times a `[1, H, W, k]` pattern), which every deployment
+   stack computes exactly (`fold_borders=False`: such channels stay unless
+   their constant is 0).
 
 Layers emptied by removed inputs are removed in the next round, until
 nothing changes. Where a channel has to stay (an LRN, a graph output, a
@@ -44,15 +47,15 @@ says where and why.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export import _graph_io as graph_io
+from tf1prune.export._atomic import write_atomically
+from tf1prune.export._attrs import op_defs, strip_default_attrs
+from tf1prune.export._names import check_outputs, output_names
 from tf1prune.export._shrink_apply import own_bias, shrink_region
-from tf1prune.export._shrink_graph import FrozenGraph, split_input, static_shapes
+from tf1prune.export._shrink_values import empty_filters, extra_count
+from tf1prune.export._shrink_graph import FrozenGraph, static_shapes
 from tf1prune.export._shrink_prepare import prepare_graph_def
 from tf1prune.export._shrink_region import explore, find_layers
 from tf1prune.export._shrink_report import LayerShrink, ShrinkReport, ShrinkStop
-
-__all__ = ['shrink_graph_def', 'shrink_pb', 'ShrinkReport', 'LayerShrink',
-           'ShrinkStop']
 
 _MAX_ROUNDS = 32
 
@@ -60,7 +63,7 @@ _MAX_ROUNDS = 32
 def _stats(g, layer):
   """(inputs, outputs, params, flops) of `layer` with the current values."""
   shape = g.value(layer.weight).shape
-  inputs, outputs = shape[-2], shape[-1]
+  inputs, outputs = shape[-2] - extra_count(g, layer), shape[-1]
   if layer.kind == 'depthwise':
     outputs = shape[-2] * shape[-1]
   bias = own_bias(g, layer, outputs)
@@ -74,8 +77,7 @@ def _stats(g, layer):
 
 
 def _empty_outputs(g, layer):
-  weight = g.value(layer.weight)
-  return bool((~weight.reshape(-1, weight.shape[-1]).any(axis=0)).any())
+  return bool(empty_filters(g, layer).any())
 
 
 def _write_back(g):
@@ -113,14 +115,17 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
     output_node_names: list of output node names (or a comma-separated str);
       their shapes and values do not change.
     fold_borders: when a removed channel's constant is not 0 and the next
-      conv zero-pads, add what it gave the border outputs back as a constant
-      `[1, H, W, C]` map (a new Add node after the next layer's bias). False:
-      such channels stay.
+      conv zero-pads, give that conv what the channel gave it as an extra
+      input channel of ones (`<conv>/shrink_ones`, counted in the report's
+      parameters and FLOPs; the report's `inputs` leave it out). False: such
+      channels stay.
 
   Returns:
     (graph_def, report): the shrunk GraphDef (same node names, smaller
     weight, bias and reshape constants, batch norms folded, maybe new
-    `.../shrink_fold` Add nodes; no `_output_shapes` attributes, attributes
+    `<conv>/shrink_ones` extra channels, or `.../shrink_fold` Add nodes of a
+    `[C]` constant after a layer without a bias; no `_output_shapes`
+    attributes, attributes
     at their default left out, so that TF 1.15 and TF 2.x both load it) and a
     `ShrinkReport` with per-layer parameters and FLOPs before and after, and
     where and why empty channels had to stay.
@@ -129,18 +134,10 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
     ValueError: an output name is not in the graph, or the graph does not
       import.
   """
-  if isinstance(output_node_names, str):
-    output_node_names = output_node_names.split(',')
-  outputs = [split_input(n.strip())[0] for n in output_node_names if n.strip()]
-  if not outputs:
-    raise ValueError('output_node_names is empty; name the inference outputs')
-  missing = [n for n in outputs if n not in set(x.name for x in graph_def.node)]
-  if missing:
-    raise ValueError('output_node_names %s are not in the graph; pass the '
-                     'names of the inference outputs' % missing)
+  outputs = output_names(output_node_names)
+  check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
   copy = prepare_graph_def(graph_def, outputs)
   g = FrozenGraph(copy, outputs)
-  g.folded = {}   # layer name -> consts added after it by _fold
   layers, skipped = find_layers(g)
   before = [_stats(g, layer) for layer in layers.values()]
   stops = []
@@ -150,7 +147,7 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
     g.shapes = static_shapes(copy)
     if not changed:
       break
-  graph_io.strip_default_attrs(copy, graph_io.op_defs(copy))
+  strip_default_attrs(copy, op_defs(copy))
   after = [_stats(g, layer) for layer in layers.values()]
   rows = [LayerShrink(layer.node.name, layer.node.op, b[0], a[0], b[1], a[1],
                       b[2], a[2], b[3], a[3])
@@ -183,7 +180,7 @@ def shrink_pb(path, output_node_names, output_path=None):
     raise ValueError('%s is not a binary GraphDef: %s' % (path, e))
   small, report = shrink_graph_def(graph_def, output_node_names)
   out = small.SerializeToString()
-  with graph_io.write_atomically(output_path or path) as f:
+  with write_atomically(output_path or path) as f:
     f.write(out)
   report.file_bytes_before, report.file_bytes_after = len(data), len(out)
   return report

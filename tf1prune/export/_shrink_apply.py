@@ -9,7 +9,7 @@
     ...   x = tf.placeholder(tf.float32, [None, 2], name='x')
     ...   h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w, name='a'), [1., 2., 3.]))
     ...   y = tf.matmul(h, np.ones([3, 1], np.float32), name='y')
-    >>> view = FrozenGraph(g.as_graph_def(), ['y']); view.folded = {}
+    >>> view = FrozenGraph(g.as_graph_def(), ['y'])
     >>> region = explore(view, find_layers(view)[0], 'a')
     >>> shrink_region(view, region, True)
     (1, [])
@@ -23,24 +23,25 @@ constant everywhere, and every sink can take it; one class of each tensor
 stays, so that no tensor is empty. Removing a class deletes it from the
 sources' weights (output axis), the per-channel constants of the region
 ops, the depthwise weights (input axis), reshape targets, and the sinks'
-weights (input axis). What the removed inputs gave a sink, a constant, is
-added to the sink's bias; where a zero-padded conv (or a value that varies
-over the positions) makes it vary, the rest is added as a `[1, H, W, C]` map
-in a new Add node after the bias (`fold_borders=False`: such channels stay
-unless their value is 0).
+weights (input axis). What the removed inputs gave a sink, when it is the
+same at every output position, is added to the sink's bias (or by a new Add
+of a `[C]` constant when it has none); where a zero-padded conv (or a value
+that varies over the positions) makes it vary, the conv reads the removed
+values as extra input channels (`_shrink_channels`), unless their pattern
+would cost more parameters than the channels (then they stay);
+`fold_borders=False`: such channels stay unless their value is 0.
 """
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export._shrink_graph import attr_ints, split_input
-from tf1prune.export._shrink_region import channel_const
+from tf1prune.export._shrink_region import channel_const, const_ints
 from tf1prune.export._shrink_report import ShrinkStop
 from tf1prune.export._shrink_border import conv_map
-from tf1prune.export._shrink_values import (full, layer_pads, propagate,
-                                            spatial_size)
-
-__all__ = ['shrink_region', 'own_bias']
+from tf1prune.export._shrink_channels import append_channels, extra_channels
+from tf1prune.export._shrink_values import (empty_filters, full, layer_pads,
+                                            propagate, spatial_size)
 
 
 def own_bias(g, layer, channels):
@@ -111,32 +112,67 @@ def _contribution(g, layer, x, rows):
                   attr_ints(layer.node, 'dilations', [1] * 4)[1:3])
 
 
-def _fold(g, layer, value, keep):
-  """Adds `value` ([O] or [H', W', O]) to `layer`'s output."""
-  dtype = g.value(layer.weight).dtype
-  outputs = g.value(layer.weight).shape[-1]
-  if layer.kind == 'depthwise':
-    outputs *= g.value(layer.weight).shape[-2]
-  bias = own_bias(g, layer, outputs)
+def _uniform(value):
+  """`value` ([O] or [H', W', O]) as [O] if it is the same everywhere."""
   if value.ndim == 3:
     center = value[value.shape[0] // 2, value.shape[1] // 2]
     if np.abs(value - center).max() <= 1e-12 * np.abs(value).max():
-      value = center
-  rest = value
+      return center
+    return None
+  return value
+
+
+def _fold(g, layer, value, keep):
+  """Adds `value` [O], the same at every position, to `layer`'s output:
+  to its own bias, or with a new Add node (of the `keep` outputs when the
+  layer loses outputs in the same region)."""
+  dtype = g.value(layer.weight).dtype
+  outputs = g.value(layer.weight).shape[-1]
+  bias = own_bias(g, layer, outputs)
   if bias is not None:
-    uniform = value if value.ndim == 1 else value[
-        value.shape[0] // 2, value.shape[1] // 2]
     old = g.value(bias)
-    g.set_value(bias, (old.astype(np.float64) + uniform).astype(old.dtype))
-    rest = None if value.ndim == 1 else value - uniform
-  if rest is None or not np.any(rest):
-    return
-  after = (g.consumers(layer.node.name)[0][0].name if bias is not None
-           else layer.node.name)
-  rest = rest[..., keep] if keep is not None else rest
-  const = _insert_add(g, after, (rest[None] if rest.ndim == 3 else rest)
-                      .astype(dtype))
-  g.folded.setdefault(layer.node.name, []).append(const)
+    g.set_value(bias, (old.astype(np.float64) + value).astype(old.dtype))
+  elif np.any(value):
+    value = value[keep] if keep is not None else value
+    const = _insert_add(g, layer.node.name, value.astype(dtype))
+    g.folded.setdefault(layer.node.name, []).append(const)
+
+
+def _sink_update(g, layer, x, rows, keep):
+  """What removing input `rows` (value `x`) of sink `layer` needs: None, or
+  the extra channels (pattern, weights) that carry it to a padded conv."""
+  if not np.any(x):
+    return None
+  value = _contribution(g, layer, x, rows)
+  uniform = _uniform(value)
+  if uniform is not None:
+    _fold(g, layer, uniform, keep)
+    return None
+  kernel = g.value(layer.weight)[:, :, rows, :]
+  pattern, weights = extra_channels(x, kernel)
+  return pattern, weights, _padded_ones(g, layer, pattern)
+
+
+def _padded_ones(g, layer, pattern):
+  """(tensor, paddings) if `pattern` is ones that the Pad before `layer`
+  pads with zeros, else None."""
+  if pattern is None or pattern.shape[-1] != 1:
+    return None
+  node = g.nodes.get(split_input(layer.node.input[0])[0])
+  if node is None or node.op not in ('Pad', 'PadV2') or \
+      split_input(layer.node.input[0])[1] != 0:
+    return None
+  pads = const_ints(g, node.input[1])
+  fill = const_ints(g, node.input[2]) if node.op == 'PadV2' else np.zeros(1)
+  size = spatial_size(g, split_input(node.input[0])[0])
+  if pads is None or fill is None or size is None or pads.shape != (4, 2) \
+      or np.any(pads[[0, 3]]) or np.any(fill):
+    return None
+  ones = np.pad(np.ones(size), [tuple(p) for p in pads[1:3].tolist()],
+                'constant')
+  if ones.shape != pattern.shape[:2] or np.any(ones != pattern[..., 0]):
+    return None
+  return node.input[0], pads
 
 
 def _first_sum(region, position, classes, cls):
@@ -155,8 +191,7 @@ def _decide(g, region, fold_borders, position, classes, values, reasons):
       block.setdefault(c, why)
   live = set()
   for layer in region.sources:
-    weight = g.value(layer.weight)
-    empty = ~weight.reshape(-1, weight.shape[-1]).any(axis=0)
+    empty = empty_filters(g, layer)
     for c, is_empty in zip(classes[layer.node.name], empty):
       (dead if is_empty else live).add(c)
   for c in dead & live:
@@ -186,12 +221,43 @@ def _decide(g, region, fold_borders, position, classes, values, reasons):
     for c in classes[tensor][nonzero]:
       block.setdefault(c, node + (limit + ': only channels whose constant '
                                   'is 0 are removed',))
+  _block_costly_maps(g, region, classes, values, dead, block)
   for tensor in region.ids:
     gone = [c for c in classes[tensor] if c in dead and c not in block]
     if len(gone) == classes[tensor].size:
       block[gone[0]] = (tensor, g.nodes[tensor].op,
                         'every output channel is empty; one is kept')
   return block, dead
+
+
+def _block_costly_maps(g, region, classes, values, dead, block):
+  """Keeps the channels whose values vary over the positions at a conv that
+  would need a `[1, H, W, k]` pattern for them costing more parameters than
+  its weights on them."""
+  for layer, tensor in region.sinks:
+    if layer.kind != 'conv':
+      continue
+    rows = np.array([i for i, c in enumerate(classes[tensor])
+                     if c in dead and c not in block], np.int64)
+    x = values[tensor][..., rows] if rows.size else None
+    if x is None or x.shape[:2] == (1, 1) or not np.isfinite(x).all() or \
+        layer_pads(g, layer.node, g.value(layer.weight).shape[:2]) is None:
+      continue
+    if _uniform(_contribution(g, layer, x, rows)) is not None:
+      continue
+    kernel = g.value(layer.weight)[:, :, rows, :]
+    pattern, weights = extra_channels(x, kernel)
+    if pattern is None or _padded_ones(g, layer, pattern) is not None or \
+        pattern.size + weights.size < kernel.size:
+      continue
+    flat = x.reshape(-1, rows.size)
+    varying = flat.max(axis=0) != flat.min(axis=0)
+    for c in classes[tensor][rows[varying]]:
+      block.setdefault(c, (layer.node.name, layer.node.op,
+                           'the removed channels vary over the positions '
+                           'here (padding before): an exact [1, H, W, k] '
+                           'pattern of them would cost more parameters than '
+                           'keeping them'))
 
 
 def _delete(g, const, mask, axis=-1):
@@ -213,8 +279,7 @@ def shrink_region(g, region, fold_borders, position=None):
   if region.broken is not None:
     stops = []
     for layer in region.sources:
-      weight = g.value(layer.weight)
-      count = int((~weight.reshape(-1, weight.shape[-1]).any(axis=0)).sum())
+      count = int(empty_filters(g, layer).sum())
       if count:
         stops.append(ShrinkStop(layer.node.name, region.broken[0],
                                 region.broken[1], region.broken[2], count))
@@ -227,8 +292,7 @@ def shrink_region(g, region, fold_borders, position=None):
   stops = []
   for layer in region.sources:
     kept = {}
-    weight = g.value(layer.weight)
-    empty = ~weight.reshape(-1, weight.shape[-1]).any(axis=0)
+    empty = empty_filters(g, layer)
     for c, is_empty in zip(classes[layer.node.name], empty):
       if is_empty and c in block:
         kept[block[c]] = kept.get(block[c], 0) + 1
@@ -242,11 +306,12 @@ def shrink_region(g, region, fold_borders, position=None):
     rows = np.flatnonzero(mask[tensor])
     if not rows.size:
       continue
-    x = values[tensor][..., rows]
-    if np.any(x):
-      keep = ~mask[layer.node.name] if layer.node.name in sources else None
-      _fold(g, layer, _contribution(g, layer, x, rows), keep)
+    keep = ~mask[layer.node.name] if layer.node.name in sources else None
+    extra = _sink_update(g, layer, values[tensor][..., rows], rows, keep)
     _delete(g, layer.weight, mask[tensor], axis=-2)
+    if extra is not None:
+      g.folded.setdefault(layer.node.name, []).extend(
+          append_channels(g, layer, *extra))
   for layer in region.sources:
     _delete(g, layer.weight, mask[layer.node.name])
   for op in region.ops:

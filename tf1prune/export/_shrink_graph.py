@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export._graph_index import GraphIndex
-from tf1prune.export._names import split_input
+from tf1prune.export._names import check_outputs, split_input
 
 
 def attr_str(node, key, default):
@@ -48,13 +48,12 @@ class FrozenGraph(GraphIndex):
     super(FrozenGraph, self).__init__(graph_def.node)
     self.graph_def = graph_def
     self.outputs = set(outputs)
-    missing = [n for n in outputs if n not in self.nodes]
-    if missing:
-      raise ValueError('output_node_names %s are not in the graph; pass the '
-                       'names of the inference outputs' % missing)
+    check_outputs(outputs, self.nodes, 'graph_def')
     self.shapes = static_shapes(graph_def)
     self.values = {}
     self.changed = set()
+    self.folded = {}   # layer name -> float consts the shrink added for it
+    self.extra = {}    # conv name -> [(extra input channels, pattern)]
 
   def consumers(self, name):
     """Data consumers of `name` as [(node, input index)]; None if a port > 0

@@ -33,10 +33,9 @@ Constants nothing reads any more leave the graph too.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export import _graph_io as graph_io
+from tf1prune.export._attrs import op_defs
 from tf1prune.export._shrink_graph import FrozenGraph, attr_str, split_input
-
-__all__ = ['prepare_graph_def', 'fold_constants']
+from tf1prune.export._stream import const_node
 
 _BATCH_NORMS = ('FusedBatchNorm', 'FusedBatchNormV2', 'FusedBatchNormV3')
 _LAYERS = ('Conv2D', 'MatMul', 'DepthwiseConv2dNative')
@@ -115,7 +114,7 @@ def fold_constants(graph_def, outputs):
     The number of nodes replaced by constants.
   """
   nodes = {n.name: n for n in graph_def.node}
-  defs = graph_io.op_defs(graph_def)
+  defs = op_defs(graph_def)
   constant = {}
 
   def is_constant(name):
@@ -195,7 +194,7 @@ def _const_value(g, name):
 
 
 def _new_const(graph_def, name, value):
-  node = graph_io.const_node(name, tf.as_dtype(value.dtype).as_datatype_enum)
+  node = const_node(name, tf.as_dtype(value.dtype).as_datatype_enum)
   node.attr['value'].tensor.CopyFrom(
       tf.make_tensor_proto(value, dtype=value.dtype, shape=value.shape))
   graph_def.node.extend([node])

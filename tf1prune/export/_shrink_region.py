@@ -27,7 +27,8 @@ per-channel constant or a `[1, H, W, C]` map, pools, spatial Pad, a spatial
 Mean or Squeeze, residual Add/AddV2/Sub of two tensors, ConcatV2 on the
 channel axis, DepthwiseConv2dNative (input channel k feeds outputs
 `k * m .. k * m + m - 1`), and a Reshape of NHWC to `[N, K]` (row `r` reads
-channel `r % C`). It ends at the inputs of the next Conv2D and MatMul layers
+channel `r % C`). A `StridedSlice` of channel 0:1 read only by `Shape` (the
+extra ones channel of `_shrink_channels`) reads no channel: it is passed by. It ends at the inputs of the next Conv2D and MatMul layers
 (the sinks) and at the layers that produce its tensors (the sources).
 
 Channel elements of the region's tensors are tied into classes (union-find):
@@ -41,8 +42,6 @@ import collections
 import numpy as np
 
 from tf1prune.export._shrink_graph import attr_ints, attr_str, split_input
-
-__all__ = ['Layer', 'Op', 'Region', 'explore', 'find_layers', 'ELEMENTWISE']
 
 
 def _softplus(v):
@@ -147,7 +146,7 @@ def _rank(g, name):
   return None if shape is None else len(shape)
 
 
-def _const_ints(g, name):
+def const_ints(g, name):
   """Values of the const behind input `name`, or None."""
   source, port = split_input(name)
   while source in g.nodes and port == 0:
@@ -174,12 +173,35 @@ def _binary(g, node, channels):
     return Op('sum' if op != 'Sub' else 'diff', node, [0, 1], node.name,
               None, None), None
   index = 0 if consts[1] else 1    # the tensor input
+  shape = g.shapes.get(split_input(node.input[index])[0])
+  if shape and shape[-1] is not None and shape[-1] != channels:
+    return None, 'it spreads its input over the channels of a constant'
   const = channel_const(g, node, 1 - index, channels)
   if const is None:
     return None, 'its other input is not a per-channel constant'
   kind = {'Add': 'add', 'AddV2': 'add', 'BiasAdd': 'add', 'BiasAddV1': 'add',
           'Mul': 'mul', 'Sub': 'sub' if index == 0 else 'rsub'}[op]
   return Op(kind, node, [index], node.name, const, None), None
+
+
+def reads_shape_only(g, node):
+  """True for a StridedSlice of channel 0:1 read by Shape ops only (the ones
+  channel shrink makes): it reads N, H and W, whatever the channels."""
+  if node.op != 'StridedSlice' or len(node.input) != 4:
+    return False
+  users = g.consumers(node.name)
+  if not users or any(user.op != 'Shape' for user, _ in users):
+    return False
+  if any(node.attr[k].i for k in ('ellipsis_mask', 'new_axis_mask',
+                                  'shrink_axis_mask') if k in node.attr):
+    return False
+  if any(node.attr[k].i & 8 for k in ('begin_mask', 'end_mask')
+         if k in node.attr):
+    return False
+  ends = [const_ints(g, i) for i in node.input[1:]]
+  if any(e is None or np.shape(e) != (4,) for e in ends):
+    return False
+  return [int(e[3]) for e in ends] == [0, 1, 1]
 
 
 def classify(g, node):
@@ -201,15 +223,15 @@ def classify(g, node):
       return None, 'only NHWC pooling is shrunk'
     return Op('pool', node, [0], name, None, None), None
   if op in ('Pad', 'PadV2'):
-    pads = _const_ints(g, node.input[1])
-    fill = _const_ints(g, node.input[2]) if op == 'PadV2' else np.zeros(())
+    pads = const_ints(g, node.input[1])
+    fill = const_ints(g, node.input[2]) if op == 'PadV2' else np.zeros(())
     if pads is None or fill is None or pads.shape != (4, 2) or \
         np.any(pads[[0, 3]]) or fill.size != 1:
       return None, 'only a constant Pad of the height and width is shrunk'
     return Op('pad', node, [0], name, None, (pads[1:3].tolist(),
                                              float(fill.reshape(-1)[0]))), None
   if op == 'Mean':
-    axes = _const_ints(g, node.input[1])
+    axes = const_ints(g, node.input[1])
     keep = node.attr['keep_dims'].b if 'keep_dims' in node.attr else False
     source_rank = _rank(g, split_input(node.input[0])[0])
     if axes is None or source_rank != 4 or \
@@ -223,7 +245,7 @@ def classify(g, node):
     return Op('squeeze', node, [0], name, None, None), None
   if op == 'ConcatV2':
     count = node.attr['N'].i
-    axis = _const_ints(g, node.input[count])
+    axis = const_ints(g, node.input[count])
     if axis is None or int(axis) % rank != rank - 1:
       return None, 'concat not on the channel axis mixes channels'
     return Op('concat', node, list(range(count)), name, None, None), None
@@ -384,7 +406,7 @@ def explore(g, layers, start):
         elif (layer, tensor) not in region.sinks:
           region.sinks.append((layer, tensor))
         continue
-      if user.name in seen:
+      if user.name in seen or reads_shape_only(g, user):
         continue
       op, why = classify(g, user)
       if op is not None and index not in op.inputs:

@@ -24,12 +24,10 @@ an explicit Pad or a padded depthwise conv, a map over the positions
 
 import numpy as np
 
-from tf1prune.export._shrink_border import (conv_pads, depthwise_map,
-                                            pool_map)
+from tf1prune.export._shrink_border import (conv_map, conv_pads,
+                                            depthwise_map, pool_map)
 from tf1prune.export._shrink_graph import attr_ints, attr_str, split_input
 from tf1prune.export._shrink_region import ELEMENTWISE
-
-__all__ = ['propagate', 'layer_pads', 'spatial_size', 'full']
 
 
 def spatial_size(g, tensor):
@@ -56,6 +54,40 @@ def layer_pads(g, node, kernel):
                    attr_ints(node, 'dilations', [1] * 4)[1:3], padding,
                    attr_ints(node, 'explicit_paddings', [0] * 8))
   return pads if size is not None or not np.any(pads) else None
+
+
+def extra_count(g, layer):
+  """How many of `layer`'s last input channels are extra channels."""
+  return sum(rows for rows, _ in g.extra.get(layer.node.name, ()))
+
+
+def empty_filters(g, layer):
+  """bool [O]: the outputs of `layer` whose weights on its data inputs (the
+  extra channels left out) are all zero."""
+  weight = g.value(layer.weight)
+  if layer.kind != 'dense':
+    weight = weight[:, :, :weight.shape[2] - extra_count(g, layer)]
+  return ~weight.reshape(-1, weight.shape[-1]).any(axis=0)
+
+
+def source_value(g, layer):
+  """float64 [1, 1, O] or [H', W', O]: what `layer` outputs where its data
+  weights are zero (0, or what its extra channels give)."""
+  weight = g.value(layer.weight)
+  count = extra_count(g, layer)
+  if not count:
+    return np.zeros((1, 1, weight.shape[-1]))
+  source = split_input(layer.node.input[0])[0]
+  size = spatial_size(g, source)
+  pads = layer_pads(g, layer.node, weight.shape[:2])
+  if size is None or pads is None:
+    return np.full((1, 1, weight.shape[-1]), np.nan)
+  patterns = [np.ones(list(size) + [rows]) if pattern is None else pattern
+              for rows, pattern in g.extra[layer.node.name]]
+  return conv_map(np.concatenate(patterns, axis=-1),
+                  weight[:, :, weight.shape[2] - count:], pads,
+                  attr_ints(layer.node, 'strides', [1] * 4)[1:3],
+                  attr_ints(layer.node, 'dilations', [1] * 4)[1:3])
 
 
 def _unknown(x, per, reasons, node, why):
@@ -155,8 +187,7 @@ def propagate(g, region, position=None):
     position = {name: i for i, name in enumerate(g.order())}
   values, reasons = {}, []
   for layer in region.sources:
-    values[layer.node.name] = np.zeros((1, 1, region.ids[layer.node.name]
-                                        .size))
+    values[layer.node.name] = source_value(g, layer)
   with np.errstate(all='ignore'):
     for op in sorted(region.ops, key=lambda o: position[o.node.name]):
       inputs = []

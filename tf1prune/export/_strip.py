@@ -53,7 +53,8 @@ def graph_def_from_checkpoint(checkpoint_dir, output_node_names):
 
   Returns:
     A `GraphDef` of what `output_node_names` need, every variable replaced by
-    a `Const` holding its checkpoint value, devices cleared.
+    a `Const` holding its checkpoint value, devices cleared, attributes at
+    their op's default left out (so that TF 1.15 loads what TF 2.x made).
 
   Raises:
     ValueError: no checkpoint or meta graph, an unknown output node, or a
@@ -61,7 +62,10 @@ def graph_def_from_checkpoint(checkpoint_dir, output_node_names):
   """
   outputs = output_names(output_node_names)
   checkpoint = Checkpoint.read(checkpoint_dir)
-  return freeze(checkpoint, outputs).materialize()
+  lazy = freeze(checkpoint, outputs)
+  strip_default_attrs(lazy.graph_def, op_defs(lazy.graph_def,
+                                               [checkpoint.op_list]))
+  return lazy.materialize()
 
 
 def strip_pruning_vars_fn(input_graph_def, output_node_names):
