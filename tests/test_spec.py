@@ -104,7 +104,7 @@ def test_validate_hparams_returns_the_spec():
     ('granularity_map=[conv1:kern]',
      "granularity_map entry 'conv1:kern' has a bad value: unknown granularity "
      "'kern'; use element, kernel, filter, input_channel, block<H>x<W> (e.g. "
-     "block4x4), <N>of<M> or <N>of<M>_frozen (e.g. 2of4)"),
+     "block4x4), <N>of<M> or <N>of<M>_frozen (e.g. 2of4), or coupled_filter"),
     ('granularity_map=[fc:4of4]',
      "granularity_map entry 'fc:4of4' has a bad value: N:M sparsity needs "
      "integers 1 <= n < m, got n=4, m=4"),

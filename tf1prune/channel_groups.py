@@ -17,7 +17,8 @@ set of weights, and its `num_units` coupled channels are what filter pruning
 keeps or drops as one unit (`tf1prune.masks.coupled_filter_masks`).
 
 How channels are followed, from each masked weight that feeds a `Conv2D` or
-`MatMul` (its output channels are the last axis, NHWC):
+`MatMul` (its output channels are the last axis, NHWC; directly or through
+identities, casts and the `where` of `tf1prune.lock`):
 
 - kept per channel: bias adds, batch norm (fused, or `tf.nn` ops with
   per-channel statistics), activations, pools, `Pad`, reductions over the
@@ -134,6 +135,26 @@ def _constant(tensor):
   return tf.make_ndarray(tensor.op.get_attr('value'))
 
 
+_PASS_WEIGHT = frozenset(['Identity', 'Select', 'SelectV2', 'Cast'])
+
+
+def _weight_uses(tensor):
+  """Yields (tensor, consumer) from a masked weight through the ops that keep
+  its shape: identities, casts and the `where` of `tf1prune.lock`."""
+  pending, seen = [tensor], set()
+  while pending:
+    tensor = pending.pop()
+    if tensor.name in seen:
+      continue
+    seen.add(tensor.name)
+    for op in tensor.consumers():
+      yield tensor, op
+      out = op.outputs[0] if op.outputs else None
+      if (op.type in _PASS_WEIGHT and out is not None and
+          out.get_shape().as_list() == tensor.get_shape().as_list()):
+        pending.append(out)
+
+
 class _Walk(object):
   """Follows channels through a graph; see the module docstring."""
 
@@ -148,8 +169,8 @@ class _Walk(object):
       self._register(record)
 
   def _register(self, record):
-    for op in record.masked_weight.consumers():
-      if len(op.inputs) < 2 or op.inputs[1] is not record.masked_weight:
+    for weight, op in _weight_uses(record.masked_weight):
+      if len(op.inputs) < 2 or op.inputs[1] is not weight:
         continue
       if op.type == 'DepthwiseConv2dNative':
         self.depthwise[op.name] = record

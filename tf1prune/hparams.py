@@ -49,6 +49,10 @@ _DEFAULTS = (
     ('granularity_map', ['']),
     ('group_importance', 'l1'),
     ('global_pruning_groups', ['']),
+    # Coupled filter pruning (granularity_map value coupled_filter).
+    ('channel_group_reduction', 'sum'),
+    ('channel_group_min_channels', 1),
+    ('channel_group_multiple', 1),
 )
 
 
@@ -170,7 +174,11 @@ def get_pruning_hparams():
   The names, defaults and meanings are those of contrib's model_pruning (see
   README.md, "Hyperparameters"). tf1prune adds `threshold_method`: 'exact'
   (default; the exact k-th largest magnitude) or 'histogram' (the old estimate
-  from an `nbins`-bin histogram).
+  from an `nbins`-bin histogram), the structured-pruning hparams
+  (`granularity_map`, `group_importance`, `global_pruning_groups`) and those of
+  coupled filter pruning (`channel_group_reduction`: 'sum', 'mean' or 'max';
+  `channel_group_min_channels`; `channel_group_multiple`; see
+  docs/channel_groups.md).
   """
   return HParams(**dict((n, list(v) if isinstance(v, list) else v)
                         for n, v in _DEFAULTS))

@@ -20,7 +20,9 @@ granularity (single entries, blocks from `block_dims_map` /
 `block_height`/`block_width`, or kernels, filters, channels, channel blocks and
 N:M from `granularity_map`, see `tf1prune.masks`) groups the weight, and
 `select` picks the groups to keep by the threshold method (`threshold_method`,
-`threshold_decay`). What each weight gets is read from a
+`threshold_decay`). Weights with the granularity `coupled_filter` are pruned
+per channel group instead: one computation over all the members of each
+`tf1prune.ChannelGroup` (`tf1prune._coupled_pruning` says which). What each weight gets is read from a
 `tf1prune.PruningSpec`, parsed once from the hparams; the sparsity comes from
 the spec's schedule, or from any `schedule(step) -> sparsity` callable given to
 `Pruning` (see `tf1prune.schedule`).
@@ -31,7 +33,7 @@ import sys
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune import locks
+from tf1prune import _coupled_pruning, locks
 from tf1prune.hparams import get_pruning_hparams
 from tf1prune.masks import _global as global_pruning
 from tf1prune.masks import _select as thresholds
@@ -199,7 +201,7 @@ class Pruning(object):
     return tf.minimum(self._sparsity * scale, 1.0)
 
   def _prunable(self):
-    """Returns a `_Target` per masked weight that `do_not_prune` leaves."""
+    """Returns (plain `_Target`s, `CoupledTargets`) of the pruned weights."""
     records = masked_weight_records()
     # Mask entries under a lock keep their value (tf1prune.locks).
     frozen = locks.frozen_mask_regions(records)
@@ -210,15 +212,42 @@ class Pruning(object):
                          unmatched, ', '.join(names))
     targets = [_Target(r, self._spec.weight(r.name, r.mask), frozen.get(r.name))
                for r in records]
-    return [t for t in targets if t.spec.pruned]
+    targets = [t for t in targets if t.spec.pruned]
+    graph = records[0].mask.graph if records else None
+    return _coupled_pruning.plan_coupled(targets, records, graph)
 
-  def _group_masks(self, targets):
+  def coupled_groups(self):
+    """Returns the channel groups pruned as units (`coupled_filter`).
+
+    A list of `CoupledTargets` (`.group` is the `tf1prune.ChannelGroup`), as
+    the update op prunes them; see `tf1prune._coupled_pruning` for which
+    groups qualify.
+    """
+    return self._prunable()[1]
+
+  @staticmethod
+  def _units(item):
+    """The `CoupledUnits` granularity of a `CoupledTargets` (reads locks)."""
+    return item.granularity.units(
+        [m.axis for m in item.group.members],
+        [m.units for m in item.group.members], item.group.num_units,
+        _coupled_pruning.locked_units(item))
+
+  def _group_masks(self, targets, coupled):
     """Returns {weight name: (mask, threshold)} of the global pruning groups."""
     members = collections.OrderedDict(
         (pattern, []) for pattern in self._spec.global_pruning_groups.patterns)
     for target in targets:
       if target.spec.group is not None:
-        members[target.spec.group].append(target)
+        members[target.spec.group].append(
+            ([target.record.name], target.record.weight,
+             target.spec.granularity, target.record.threshold))
+    for item in coupled:
+      if item.spec.group is not None:
+        members[item.spec.group].append(
+            ([t.record.name for t in item.targets],
+             [t.record.weight for t in item.targets], self._units(item),
+             item.targets[0].record.threshold))
     results = {}
     for pattern, group in members.items():
       if not group:
@@ -227,15 +256,36 @@ class Pruning(object):
         continue
       with tf.name_scope('global_pruning'):
         masks = global_pruning.global_masks(
-            [(t.record.weight, t.spec.granularity) for t in group],
-            self._sparsity, _selector(self._spec, group[0].record.threshold))
-      results.update(zip([t.record.name for t in group], masks))
+            [(weight, granularity) for _, weight, granularity, _ in group],
+            self._sparsity, _selector(self._spec, group[0][3]))
+      for (names, weight, _, _), (mask, threshold) in zip(group, masks):
+        if isinstance(weight, list):
+          results.update((n, (m, threshold)) for n, m in zip(names, mask))
+        else:
+          results[names[0]] = (mask, threshold)
     return results
 
-  def _mask_assign_ops(self, targets):
-    """Returns the assign ops of the masks and thresholds of `targets`."""
+  def _coupled_masks(self, coupled, results):
+    """Adds (mask, threshold) of the coupled groups ranked alone to `results`."""
+    for item in coupled:
+      if item.spec.group is not None:
+        continue
+      first = item.targets[0].record
+      with tf.name_scope(first.name + '_coupled_pruning_ops'):
+        masks, threshold = self._units(item).compute_mask(
+            [t.record.weight for t in item.targets],
+            self._sparsity_for(item.spec),
+            _selector(self._spec, first.threshold))
+      results.update((t.record.name, (m, threshold))
+                     for t, m in zip(item.targets, masks))
+
+  def _mask_assign_ops(self, prunable):
+    """Returns the assign ops of the masks and thresholds of `prunable`."""
+    plain, coupled = prunable
     ops = []
-    grouped = self._group_masks(targets)
+    grouped = self._group_masks(plain, coupled)
+    self._coupled_masks(coupled, grouped)
+    targets = plain + [t for item in coupled for t in item.targets]
     for target in targets:
       record = target.record
       with tf.name_scope(record.name + '_pruning_ops'):

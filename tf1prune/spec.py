@@ -26,6 +26,7 @@ import numbers
 import re
 
 from tf1prune.hparams import _DEFAULTS, HParams, get_pruning_hparams
+from tf1prune.masks._coupled import REDUCTIONS, CoupledFilter
 from tf1prune.masks._granularity import Block, Element
 from tf1prune.masks._structured import (IMPORTANCES, NM, ChannelBlock, Filter,
                                         InputChannel, Kernel)
@@ -60,12 +61,14 @@ class GranularitySpec(collections.namedtuple('GranularitySpec',
                                              ['kind', 'args', 'frozen'])):
   """A parsed `granularity_map` value; `build()` makes the granularity."""
 
-  def build(self, importance='l1', previous_mask=None):
+  def build(self, importance='l1', previous_mask=None,
+            channel_groups=('sum', 1, 1)):
     """Returns the `tf1prune.masks` granularity for this value.
 
     Args:
       importance: 'l1', 'l2' or 'max' (ignored by element and N:M).
       previous_mask: the weight's mask variable; needed for frozen N:M.
+      channel_groups: (reduction, min_channels, multiple) of `coupled_filter`.
 
     Raises:
       ValueError: frozen N:M without `previous_mask`, or a bad importance.
@@ -79,13 +82,15 @@ class GranularitySpec(collections.namedtuple('GranularitySpec',
                 previous_mask if self.frozen else None)
     if self.kind == 'block':
       return ChannelBlock(self.args, importance)
+    if self.kind == 'coupled_filter':
+      return CoupledFilter(importance, *channel_groups)
     return {'kernel': Kernel, 'filter': Filter,
             'input_channel': InputChannel}[self.kind](importance)
 
 
 _NM = re.compile(r'^(\d+)of(\d+)(_frozen)?$')
 _BLOCK = re.compile(r'^block(-?\d+(?:x-?\d+)+)$')
-_SIMPLE = ('element', 'kernel', 'filter', 'input_channel')
+_SIMPLE = ('element', 'kernel', 'filter', 'input_channel', 'coupled_filter')
 
 
 def parse_granularity(text):
@@ -93,7 +98,8 @@ def parse_granularity(text):
 
   Values: `element`, `kernel`, `filter`, `input_channel`, `block<H>x<W>`
   (or one size per axis, `block1x1x4x4`; -1 is the whole axis), `<N>of<M>` and
-  `<N>of<M>_frozen` (N:M along the inputs, e.g. `2of4`).
+  `<N>of<M>_frozen` (N:M along the inputs, e.g. `2of4`), `coupled_filter`
+  (filters pruned per coupled channel group, docs/channel_groups.md).
 
   Raises:
     ValueError: `text` is none of these.
@@ -113,8 +119,8 @@ def parse_granularity(text):
     return GranularitySpec('block', dims, False)
   raise ValueError(
       'unknown granularity %r; use element, kernel, filter, input_channel, '
-      'block<H>x<W> (e.g. block4x4), <N>of<M> or <N>of<M>_frozen (e.g. 2of4)'
-      % text)
+      'block<H>x<W> (e.g. block4x4), <N>of<M> or <N>of<M>_frozen (e.g. 2of4), '
+      'or coupled_filter' % text)
 
 
 def granularity_from_string(text, importance='l1', previous_mask=None):
@@ -199,6 +205,15 @@ def _check_ranges(hp):
   _check(hp.group_importance in IMPORTANCES,
          "group_importance must be 'l1', 'l2' or 'max', got %r",
          hp.group_importance)
+  _check(hp.channel_group_reduction in REDUCTIONS,
+         "channel_group_reduction must be 'sum', 'mean' or 'max', got %r",
+         hp.channel_group_reduction)
+  _check(hp.channel_group_min_channels >= 0,
+         'channel_group_min_channels must be >= 0 (0: a group may lose every '
+         'channel), got %d', hp.channel_group_min_channels)
+  _check(hp.channel_group_multiple >= 1,
+         'channel_group_multiple must be >= 1 (1: no rounding; 8, 16 or 32 '
+         'for accelerators), got %d', hp.channel_group_multiple)
   return schedule
 
 
@@ -225,7 +240,8 @@ class WeightSpec(collections.namedtuple(
 _Spec = collections.namedtuple('PruningSpec', [
     'name', 'begin_pruning_step', 'end_pruning_step', 'pruning_frequency',
     'schedule', 'threshold_method', 'threshold_decay', 'nbins',
-    'group_importance', 'block', 'do_not_prune', 'weight_sparsity_map',
+    'group_importance', 'channel_groups', 'block', 'do_not_prune',
+    'weight_sparsity_map',
     'block_dims_map', 'granularity_map', 'global_pruning_groups', 'hparams'])
 
 
@@ -235,6 +251,9 @@ class PruningSpec(_Spec):
   Attributes:
     name, begin_pruning_step, end_pruning_step, pruning_frequency,
       threshold_method, threshold_decay, nbins, group_importance: the hparams.
+    channel_groups: (reduction, min_channels, multiple) of
+      `channel_group_reduction`, `channel_group_min_channels`,
+      `channel_group_multiple` (the `coupled_filter` granularity's).
     schedule: the `PolynomialDecaySparsity` of the `sparsity_function_*`,
       `initial_sparsity` and `target_sparsity` hparams.
     block: (height, width, pooling) of `block_height`, `block_width`,
@@ -266,6 +285,9 @@ class PruningSpec(_Spec):
         threshold_method=hp.threshold_method,
         threshold_decay=float(hp.threshold_decay), nbins=hp.nbins,
         group_importance=hp.group_importance,
+        channel_groups=(hp.channel_group_reduction,
+                        hp.channel_group_min_channels,
+                        hp.channel_group_multiple),
         block=(hp.block_height, hp.block_width, hp.block_pooling_function),
         global_pruning_groups=RegexList('global_pruning_groups',
                                         hp.global_pruning_groups),
@@ -334,7 +356,8 @@ class PruningSpec(_Spec):
       if self.block_dims_map.lookup(name) is not None:
         raise ValueError('weight %s is in both granularity_map and '
                          'block_dims_map; keep it in one of them' % name)
-      return structured.build(self.group_importance, previous_mask)
+      return structured.build(self.group_importance, previous_mask,
+                              self.channel_groups)
     height, width, pooling = self.block
     dims = self.block_dims_map.lookup(name, (height, width))
     if tuple(dims) == (1, 1):

@@ -14,17 +14,20 @@ integration uses the same functions).
 
 A granularity decides which entries share one score and one keep/drop
 decision: `Element` (each weight), `Block` (rank-2 blocks), the structured
-`Kernel`, `Filter`, `InputChannel`, `ChannelBlock`, and `NM` (N of every M).
+`Kernel`, `Filter`, `InputChannel`, `ChannelBlock`, `NM` (N of every M), and
+`CoupledFilter` (filters of coupled channels, `tf1prune.channel_groups`).
 Each is a small class with one method, `compute_mask(weight, sparsity,
 select)`.
 """
 
-from tf1prune.masks._coupled import coupled_filter_masks, unit_keep_count
+from tf1prune.masks._coupled import (CoupledFilter, CoupledUnits,
+                                     coupled_filter_masks, unit_keep_count)
 from tf1prune.masks._granularity import Block, Element, Granularity
 from tf1prune.masks._select import keep_count, magnitude_mask
 from tf1prune.masks._structured import (IMPORTANCES, NM, ChannelBlock, Filter,
                                         InputChannel, Kernel)
 
-__all__ = ['Block', 'ChannelBlock', 'Element', 'Filter', 'Granularity',
+__all__ = ['Block', 'ChannelBlock', 'CoupledFilter', 'CoupledUnits', 'Element',
+           'Filter', 'Granularity',
            'IMPORTANCES', 'InputChannel', 'Kernel', 'NM', 'keep_count',
            'coupled_filter_masks', 'magnitude_mask', 'unit_keep_count']

@@ -15,12 +15,22 @@ members that write it. Its score reduces the members' filter norms ('sum',
 'mean' or 'max' over members; each filter norm is 'l1', 'l2' or 'max' of
 `abs(w)`); the best units are kept, at least `min_channels` and a multiple of
 `multiple` (what hardware wants: 8, 16, 32) unless that is all of them.
+
+`CoupledFilter` is the granularity of the `granularity_map` value
+`coupled_filter`; `CoupledFilter.units(axes, units, num_units)` is the
+granularity of one whole channel group (its `compute_mask` takes the list of
+the members' weights and returns one mask per member), so the group can be
+ranked globally like any weight (`tf1prune.masks._global.global_masks`).
 """
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.masks._select import keep_count
+from tf1prune.masks._granularity import Granularity
+from tf1prune.masks._select import keep_count, magnitude_mask
+
+__all__ = ['CoupledFilter', 'CoupledUnits', 'REDUCTIONS',
+           'coupled_filter_masks', 'unit_keep_count']
 
 REDUCTIONS = ('sum', 'mean', 'max')
 _NORMS = ('l1', 'l2', 'max')
@@ -46,21 +56,168 @@ def _filter_norms(weight, axis, importance):
   return tf.reduce_sum(magnitudes, axis=others)
 
 
+def _round_up(keep, num_units, min_channels, multiple):
+  keep = tf.maximum(keep, min(min_channels, num_units))
+  keep = (keep + multiple - 1) // multiple * multiple
+  return tf.minimum(keep, num_units)
+
+
 def unit_keep_count(num_units, sparsity, min_channels=1, multiple=1):
   """How many units a group keeps at `sparsity` (int32 scalar tensor).
 
   `keep_count(num_units, sparsity)`, raised to `min(min_channels, num_units)`,
   then rounded up to a multiple of `multiple`, capped at `num_units`.
   """
-  keep = keep_count(num_units, sparsity)
-  keep = tf.maximum(keep, min(min_channels, num_units))
-  keep = (keep + multiple - 1) // multiple * multiple
-  return tf.minimum(keep, num_units)
+  return _round_up(keep_count(num_units, sparsity), num_units, min_channels,
+                   multiple)
+
+
+class CoupledFilter(Granularity):
+  """Filters pruned by coupled channel: the `coupled_filter` granularity.
+
+  Alone (`compute_mask` on one weight) it is filter pruning of the last axis
+  with `min_channels` and `multiple`; `Pruning` uses `units` to prune all the
+  members of a `tf1prune.ChannelGroup` at once.
+
+  Args:
+    importance: filter norm, 'l1', 'l2' or 'max' of `abs(w)`.
+    reduction: 'sum', 'mean' or 'max' of the members' norms per unit.
+    min_channels: int >= 0, units kept at least (while the group has them).
+    multiple: int >= 1, the kept count is rounded up to a multiple of it.
+
+  Raises:
+    ValueError: an argument is not one of those.
+  """
+
+  name = 'coupled_filter'
+
+  def __init__(self, importance='l1', reduction='sum', min_channels=1,
+               multiple=1):
+    _check('group_importance', importance, _NORMS)
+    _check('channel_group_reduction', reduction, REDUCTIONS)
+    if (isinstance(min_channels, bool) or int(min_channels) != min_channels or
+        min_channels < 0):
+      raise ValueError('min_channels must be an int >= 0, got %r' %
+                       (min_channels,))
+    if isinstance(multiple, bool) or int(multiple) != multiple or multiple < 1:
+      raise ValueError('channel_multiple must be an int >= 1, got %r' %
+                       (multiple,))
+    self.importance, self.reduction = importance, reduction
+    self.min_channels, self.multiple = int(min_channels), int(multiple)
+
+  def units(self, axes, units, num_units, keep_units=None):
+    """Returns the `CoupledUnits` granularity of one channel group.
+
+    Args:
+      axes: per member, the axis of its channels (-1, or 2 for depthwise).
+      units: per member, a tuple of ints: the unit of each entry on its axis.
+      num_units: int, the group's number of units.
+      keep_units: optional bool tensor [num_units]: units always kept (locked
+        channels); they rank above every other unit.
+    """
+    return CoupledUnits(self, axes, units, num_units, keep_units)
+
+  def compute_mask(self, weight, sparsity, select):
+    """Returns (float32 mask shaped like `weight`, threshold): its filters."""
+    n = weight.get_shape().as_list()[-1]
+    masks, threshold = self.units([-1], [tuple(range(n))], n).compute_mask(
+        [weight], sparsity, select)
+    return masks[0], threshold
+
+  def __eq__(self, other):
+    return type(other) is type(self) and vars(other) == vars(self)
+
+  def __ne__(self, other):
+    return not self == other
+
+  def __hash__(self):
+    return hash(tuple(sorted(vars(self).items())))
+
+  def __repr__(self):
+    return 'CoupledFilter(%r, %r, min_channels=%d, multiple=%d)' % (
+        self.importance, self.reduction, self.min_channels, self.multiple)
+
+
+class CoupledUnits(Granularity):
+  """The units of one channel group; `compute_mask` takes all its weights.
+
+  Built by `CoupledFilter.units`. `scores(weights)` are the unit scores
+  (float64 [num_units]); `compute_mask(weights, sparsity, select)` keeps
+  `unit_keep_count(num_units, sparsity, min_channels, multiple)` units and
+  returns ([float32 mask per weight], threshold). When `select` returns a
+  unit mask of its own (global ranking) the kept count is rounded up after
+  it: the best further units are added until it is at least `min_channels`
+  and a multiple of `multiple`.
+  """
+
+  def __init__(self, coupled, axes, units, num_units, keep_units=None):
+    self.coupled = coupled
+    self.axes = list(axes)
+    self.units = [np.asarray(u, np.int32) for u in units]
+    self.num_units = int(num_units)
+    self.keep_units = keep_units
+
+  def scores(self, weights):
+    """Returns the float64 [num_units] unit scores (locked units: +inf)."""
+    norms = []
+    for weight, axis, ids in zip(weights, self.axes, self.units):
+      if weight.get_shape().as_list()[axis] != len(ids):
+        raise ValueError('%s has %d entries on axis %d but %d units were given'
+                         % (weight.name, weight.get_shape().as_list()[axis],
+                            axis, len(ids)))
+      norms.append(tf.cast(_filter_norms(weight, axis, self.coupled.importance),
+                           tf.float64))
+    norms, ids = tf.concat(norms, 0), np.concatenate(self.units)
+    if self.coupled.reduction == 'max':
+      scores = tf.unsorted_segment_max(norms, ids, self.num_units)
+    else:
+      scores = tf.unsorted_segment_sum(norms, ids, self.num_units)
+      if self.coupled.reduction == 'mean':
+        scores /= np.maximum(np.bincount(ids, minlength=self.num_units),
+                             1).astype(np.float64)
+    if self.keep_units is not None:
+      scores = tf.where(self.keep_units, tf.fill([self.num_units],
+                                                 np.float64(np.inf)),
+                        scores)
+    return scores
+
+  def _sparsity_of(self, keep):
+    return 1.0 - tf.cast(keep, tf.float64) / self.num_units
+
+  def compute_mask(self, weights, sparsity, select):
+    """Returns ([float32 mask shaped like each weight], float32 threshold)."""
+    scores = self.scores(weights)
+    coupled = self.coupled
+    keep = unit_keep_count(self.num_units, sparsity, coupled.min_channels,
+                           coupled.multiple)
+    unit_mask, threshold = select(scores, self._sparsity_of(keep))
+    unit_mask = tf.cast(unit_mask, tf.float32)
+    kept = tf.cast(tf.reduce_sum(unit_mask), tf.int32)
+    wanted = _round_up(kept, self.num_units, coupled.min_channels,
+                       coupled.multiple)
+    # Only when select kept fewer (global ranking, threshold decay).
+    unit_mask = tf.cond(
+        kept < wanted, lambda: tf.maximum(unit_mask, magnitude_mask(
+            scores, self._sparsity_of(wanted))[0]), lambda: unit_mask)
+    if self.keep_units is not None:
+      unit_mask = tf.maximum(unit_mask, tf.cast(self.keep_units, tf.float32))
+    return self.spread(weights, unit_mask), threshold
+
+  def spread(self, weights, unit_mask):
+    """Returns the float32 mask of each weight from the [num_units] mask."""
+    masks = []
+    for weight, axis, ids in zip(weights, self.axes, self.units):
+      shape = weight.get_shape().as_list()
+      line = [1] * len(shape)
+      line[axis % len(shape)] = len(ids)
+      kept = tf.reshape(tf.gather(unit_mask, ids), line)
+      masks.append(tf.cast(tf.broadcast_to(kept, shape), tf.float32))
+    return masks
 
 
 def coupled_filter_masks(members, num_units, sparsity, select,
                          importance='l2', reduction='sum', min_channels=1,
-                         multiple=1):
+                         multiple=1, keep_units=None):
   """Returns ([float32 mask per member], float32 threshold).
 
   Args:
@@ -75,42 +232,13 @@ def coupled_filter_masks(members, num_units, sparsity, select,
     reduction: 'sum', 'mean' or 'max' of the members' norms per unit.
     min_channels: int >= 0, units kept at least (while the group has them).
     multiple: int >= 1, the kept count is rounded up to a multiple of it.
+    keep_units: optional bool tensor [num_units], units always kept.
 
   Raises:
     ValueError: a bad `importance`, `reduction`, `min_channels`, `multiple`,
       or `units` that do not fit a member's axis.
   """
-  _check('group_importance', importance, _NORMS)
-  _check('channel_group_reduction', reduction, REDUCTIONS)
-  if int(min_channels) != min_channels or min_channels < 0:
-    raise ValueError('min_channels must be an int >= 0, got %r' % min_channels)
-  if int(multiple) != multiple or multiple < 1:
-    raise ValueError('channel_multiple must be an int >= 1, got %r' % multiple)
-  scores, ids = [], []
-  for weight, axis, units in members:
-    if weight.get_shape().as_list()[axis] != len(units):
-      raise ValueError('%s has %d entries on axis %d but %d units were given' %
-                       (weight.name, weight.get_shape().as_list()[axis], axis,
-                        len(units)))
-    scores.append(tf.cast(_filter_norms(weight, axis, importance), tf.float64))
-    ids.append(np.asarray(units, np.int32))
-  scores, ids = tf.concat(scores, 0), np.concatenate(ids)
-  if reduction == 'max':
-    unit_scores = tf.unsorted_segment_max(scores, ids, num_units)
-  else:
-    unit_scores = tf.unsorted_segment_sum(scores, ids, num_units)
-    if reduction == 'mean':
-      unit_scores /= np.maximum(np.bincount(ids, minlength=num_units),
-                                 1).astype(np.float64)
-  keep = unit_keep_count(num_units, sparsity, int(min_channels), int(multiple))
-  unit_sparsity = 1.0 - tf.cast(keep, tf.float64) / num_units
-  unit_mask, threshold = select(unit_scores, unit_sparsity)
-  masks = []
-  for weight, axis, units in members:
-    shape = weight.get_shape().as_list()
-    rank = len(shape)
-    line = [1] * rank
-    line[axis % rank] = len(units)
-    kept = tf.reshape(tf.gather(unit_mask, np.asarray(units, np.int32)), line)
-    masks.append(tf.cast(tf.broadcast_to(kept, shape), tf.float32))
-  return masks, threshold
+  coupled = CoupledFilter(importance, reduction, min_channels, multiple)
+  group = coupled.units([m[1] for m in members], [m[2] for m in members],
+                        num_units, keep_units)
+  return group.compute_mask([m[0] for m in members], sparsity, select)

@@ -1,0 +1,156 @@
+"""Which weights `Pruning` prunes per channel group (`coupled_filter`).
+
+    >>> import tensorflow.compat.v1 as tf, tf1prune
+    >>> with tf.Graph().as_default():
+    ...   x = tf.placeholder(tf.float32, [1, 8, 8, 3])
+    ...   a = tf1prune.masked_conv2d(x, 8, 3, scope='a')
+    ...   c = tf1prune.masked_conv2d(a, 8, 1, activation_fn=None, scope='c')
+    ...   y = tf.nn.relu(a + c)
+    ...   step = tf.train.get_or_create_global_step()
+    ...   p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+    ...       'granularity_map=[.*:coupled_filter]'))
+    ...   [str(item.group) for item in p.coupled_groups()]
+    ['8 channels: a/weights, c/weights']
+
+A weight whose `granularity_map` value is `coupled_filter` is pruned with the
+other members of its `tf1prune.ChannelGroup` (found from the graph when the
+update op is built): one unit score per coupled channel, one keep/drop
+decision for all members. The rules:
+
+- a group is pruned as coupled only if every member is pruned (not in
+  `do_not_prune`) with `coupled_filter`; otherwise its `coupled_filter`
+  members stay dense and a warning names the others (they keep their own
+  granularity);
+- a blocked group (`ChannelGroup.blocked`, e.g. an identity shortcut from
+  the input) stays dense, with a warning saying why;
+- a `coupled_filter` weight in no group (it feeds no NHWC `Conv2D`, plain
+  `MatMul` or depthwise conv) stays dense, with a warning;
+- the group's sparsity is its members' `weight_sparsity_map` target, which
+  must be the same for all (or none: the global schedule); different targets
+  in one group are refused with a `ValueError`;
+- in `global_pruning_groups`, all members must be in the same global group;
+  the group's units are then ranked with the other weights of that group,
+  and `channel_group_min_channels` / `channel_group_multiple` are applied to
+  each channel group after the ranking;
+- a locked mask entry that is kept locks its whole unit: the unit is kept in
+  every member (`tf1prune.lock`), and locked zeros stay zero.
+"""
+
+import collections
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from tf1prune.channel_groups import find_channel_groups
+from tf1prune.masks._coupled import CoupledFilter
+
+__all__ = ['CoupledTargets', 'locked_units', 'plan_coupled']
+
+
+class CoupledTargets(collections.namedtuple(
+    'CoupledTargets', ['group', 'targets', 'granularity', 'spec'])):
+  """One channel group pruned as a unit.
+
+  Attributes:
+    group: its `tf1prune.ChannelGroup`.
+    targets: `Pruning`'s target (record, spec, frozen) of each member, in
+      member order.
+    granularity: the members' `CoupledFilter`.
+    spec: the first member's `WeightSpec`: its target sparsity and global
+      pruning group are the group's.
+  """
+
+
+def _names(targets):
+  return ', '.join(t.record.name for t in targets)
+
+
+def _check_one(group, targets, attribute, what):
+  values = collections.OrderedDict()
+  for t in targets:
+    values.setdefault(getattr(t.spec, attribute), []).append(t.record.name)
+  if len(values) > 1:
+    raise ValueError(
+        'channel group [%s] is pruned as one unit (coupled_filter) but its '
+        'members have different %s: %s; give all its members the same one '
+        '(or leave all of them out)' % (str(group), what, '; '.join(
+            '%s for %s' % (v, ', '.join(n)) for v, n in values.items())))
+
+
+def plan_coupled(targets, records, graph=None):
+  """Splits `Pruning`'s targets into plain ones and coupled channel groups.
+
+  Args:
+    targets: the pruned targets (`.record`, `.spec`, `.frozen`).
+    records: every `MaskedWeight` of the graph (unpruned ones too: they
+      couple channels as well).
+    graph: the graph to walk; default the default graph.
+
+  Returns:
+    (plain targets, list of `CoupledTargets`): weights whose `coupled_filter`
+    cannot be honoured are in neither (they stay dense; a warning says why).
+
+  Raises:
+    ValueError: members of one group have different `weight_sparsity_map`
+      targets or `global_pruning_groups`.
+  """
+  wanted = collections.OrderedDict(
+      (t.record.name, t) for t in targets
+      if isinstance(t.spec.granularity, CoupledFilter))
+  plain = [t for t in targets if t.record.name not in wanted]
+  if not wanted:
+    return plain, []
+  coupled, seen = [], set()
+  for group in find_channel_groups(graph, records):
+    names = [m.name for m in group.members]
+    chosen = [n for n in names if n in wanted]
+    if not chosen:
+      continue
+    seen.update(chosen)
+    others = [n for n in names if n not in wanted]
+    if group.blocked:
+      tf.logging.warning(
+          'coupled_filter: channel group [%s] is blocked (%s); its weights '
+          'stay dense', group, group.blocked)
+    elif others:
+      tf.logging.warning(
+          'coupled_filter: channel group [%s] has members not pruned with '
+          'coupled_filter (%s: do_not_prune or another granularity); %s stay '
+          'dense. Give the whole group coupled_filter to prune it.', group,
+          ', '.join(others), ', '.join(chosen))
+    else:
+      members = [wanted[n] for n in names]
+      _check_one(group, members, 'target_sparsity',
+                 'weight_sparsity_map targets')
+      _check_one(group, members, 'group', 'global_pruning_groups')
+      coupled.append(CoupledTargets(group, members, members[0].spec.granularity,
+                                    members[0].spec))
+  lonely = [n for n in wanted if n not in seen]
+  if lonely:
+    tf.logging.warning(
+        'coupled_filter: %s feed no NHWC Conv2D, MatMul or depthwise conv, so '
+        'they are in no channel group; they stay dense', ', '.join(lonely))
+  return plain, coupled
+
+
+def locked_units(item):
+  """Returns a bool [num_units] tensor of the units a lock keeps, or None.
+
+  A unit is kept when any member has a locked mask entry that is 1 (kept) in
+  it: pruning the unit would leave that entry, so the channel could not go.
+  """
+  hits = []
+  for member, target in zip(item.group.members, item.targets):
+    if target.frozen is None:
+      continue
+    mask = target.record.mask
+    rank = mask.get_shape().ndims
+    axis = member.axis % rank
+    kept = tf.logical_and(target.frozen, tf.greater(mask.read_value(), 0))
+    per_entry = tf.reduce_any(kept, axis=[a for a in range(rank) if a != axis])
+    hits.append(tf.unsorted_segment_max(
+        tf.cast(per_entry, tf.int32), np.asarray(member.units, np.int32),
+        item.group.num_units))
+  if not hits:
+    return None
+  return tf.reduce_max(tf.stack(hits), axis=0) > 0
