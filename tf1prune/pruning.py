@@ -164,6 +164,11 @@ class Pruning(object):
     return self._sparsity
 
   @property
+  def global_step(self):
+    """The int64 scalar tensor of the step the schedule and updates follow."""
+    return self._global_step
+
+  @property
   def last_update_step(self):
     """The int32 variable holding the step of the last mask update."""
     return self._last_update_step
