@@ -65,8 +65,8 @@ def _selector(spec, old_threshold):
     if decay == 0.0:
       return new
     # A +inf old threshold (nothing finite kept last time) is not averaged.
-    return tf.where(tf.is_finite(old_threshold),
-                    decay * old_threshold + (1.0 - decay) * new, new)
+    return tf.where_v2(tf.is_finite(old_threshold),
+                       decay * old_threshold + (1.0 - decay) * new, new)
 
   def keep(scores, t, strict):
     # NaN scores rank above everything (see thresholds.py): always kept.
@@ -248,8 +248,8 @@ class Pruning(object):
         ops.append(tf.assign(record.threshold, threshold))
         mask = tf.cast(mask, record.mask.dtype.base_dtype)
         if record.name in self._frozen:
-          mask = tf.where(self._frozen[record.name], record.mask.read_value(),
-                          mask)
+          mask = tf.where_v2(self._frozen[record.name],
+                             record.mask.read_value(), mask)
         ops.append(tf.assign(record.mask, mask))
     return ops
 
