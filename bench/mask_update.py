@@ -169,7 +169,8 @@ def main(argv=None):
                 row['idle_conditional_vs_no_op'],
                 row['idle_hook_fetch_vs_no_op'], row['load_average_1min']),
             flush=True)
-  path = write_results('mask_update_quick' if args.quick else 'mask_update',
+  name = 'mask_update' + ('_tf1' if tf.__version__.startswith('1.') else '')
+  path = write_results(name + ('_quick' if args.quick else ''),
                        {'sparsity': SPARSITY, 'rows': rows,
                         'load_average_1min': [load_before, load_average()]})
   print('wrote', path)

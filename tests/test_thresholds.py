@@ -81,10 +81,9 @@ def test_histogram_threshold_matches_the_old_estimate():
 
 @pytest.mark.parametrize('dtype', [np.float32, np.float64])
 def test_boundary_bin_is_counted_apart_from_its_bit_neighbours(dtype):
-  # The second histogram counts only the boundary bin's values (XOR of the
-  # bits with the bin's prefix); values in the bins on either side, which
-  # differ from it in one high bit or in many, and values far away (huge,
-  # tiny, zero, inf) must not enter it.
+  # The later radix levels must count only the boundary bin's values: values
+  # in the bins on either side, which differ from it in one high bit or in
+  # many, and values far away (huge, tiny, zero, inf) must not enter them.
   bits_type = np.int64 if dtype == np.float64 else np.int32
   low_bits = 48 if dtype == np.float64 else 16
   boundary = np.array([1.5], dtype).view(bits_type)[0] >> low_bits << low_bits

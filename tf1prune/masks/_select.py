@@ -13,11 +13,10 @@ least one when sparsity < 1. It finds the k-th largest score without sorting:
 the bit pattern of a non-negative IEEE float orders like the float itself, so a
 radix select over those bits (a 2**15-bin histogram of the high bits, then a
 2**16-bin histogram of the low bits of the values in the boundary bin) gives
-the exact threshold in a fixed number of O(n) passes. The second histogram
-needs no gather of the boundary bin: `bits XOR (boundary bin << 16)` is the
-low 16 bits for the values in that bin and at least 2**16 for every other
-value, which the count ignores. float64 scores take four levels, float16 and
-bfloat16 are widened to float32 first (exactly).
+the exact threshold in a fixed number of O(n) passes. float64 scores take four
+levels, float16 and bfloat16 are widened to float32 first (exactly). The
+histograms use the raw `Bincount` op: `tf.math.bincount` adds a `reduce_max`
+pass over its input.
 
 Ties: weights whose score equals the threshold are kept in flat (row-major)
 order, the earliest first, until exactly k are kept. The order is total (score
@@ -72,36 +71,25 @@ def _bincount(keys, size):
                              weights=tf.zeros([0], tf.int32))
 
 
-def _digit_counts(bits, prefix, shift, width, first):
-  """Histogram of the `width`-bit digit at `shift` of the entries of `bits`
-  whose bits above `shift + width` equal those of `prefix`.
-
-  XOR with the prefix zeroes those high bits for the matching entries, so
-  their key is their digit (< 2**width); every other entry keeps a set bit
-  there and its key is >= 2**width, outside the histogram.
-  """
-  dtype = bits.dtype
-  keys = bits if first else tf.bitwise.bitwise_xor(bits, prefix)
-  if shift:
-    keys = tf.bitwise.right_shift(keys, tf.constant(shift, dtype))
-  if dtype != tf.int32:
-    keys = tf.cast(tf.minimum(keys, tf.constant(1 << width, dtype)), tf.int32)
-  return _bincount(keys, 1 << width)
-
-
 def _radix_select(bits, k, widths):
   """Returns (t, n_equal, need) for the k-th largest of `bits` (1 <= k <= n).
 
   t is the k-th largest value, n_equal how many entries equal it, need how many
-  of those a top-k selection takes. One histogram pass over `bits` per digit.
+  of those a top-k selection takes. The first level histograms every entry;
+  each later level only the entries of the boundary bin, gathered: a
+  `boolean_mask` of a compare costs less than a second histogram of every
+  entry (bench/performance_notes.md has the measurements).
   """
   dtype = bits.dtype
   prefix = tf.zeros([], dtype)
-  rank = k
+  candidates, rank = bits, k
   shift = sum(widths)
   for level, width in enumerate(widths):
     shift -= width
-    counts = _digit_counts(bits, prefix, shift, width, level == 0)
+    digit = tf.bitwise.right_shift(candidates, tf.constant(shift, dtype))
+    if level > 0:  # the first digit needs no mask: the sign bit is 0.
+      digit = tf.bitwise.bitwise_and(digit, tf.constant((1 << width) - 1, dtype))
+    counts = _bincount(tf.cast(digit, tf.int32), 1 << width)
     # at_least[d]: candidates whose digit is >= d (non-increasing in d).
     at_least = tf.cumsum(counts, reverse=True)
     chosen = tf.reduce_sum(tf.cast(at_least >= rank, tf.int32)) - 1
@@ -109,6 +97,9 @@ def _radix_select(bits, k, widths):
     prefix = tf.bitwise.bitwise_or(
         prefix, tf.bitwise.left_shift(tf.cast(chosen, dtype),
                                       tf.constant(shift, dtype)))
+    if level + 1 < len(widths):
+      candidates = tf.boolean_mask(candidates,
+                                   tf.equal(digit, tf.cast(chosen, dtype)))
   return prefix, counts[chosen], rank
 
 
