@@ -22,7 +22,8 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top,wrong-imp
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
 
 _LABELS = {
-    'tf1prune_exact': 'tf1prune (exact, default)',
+    'tf1prune_exact': 'tf1prune (exact)',
+    'tf1prune_exact_before': 'tf1prune exact before issue 17',
     'tf1prune_histogram_256': 'tf1prune histogram, 256 bins (approximate)',
     'old_top_k': 'tf.nn.top_k (old contrib, tfmot)',
     'full_sort': 'full sort',
@@ -54,13 +55,16 @@ def plot_mask_update(quick):
     return None
   fig, ax = plt.subplots(figsize=(7, 4.5))
   rows = data['rows']
-  for key in ('tf1prune_exact', 'tf1prune_histogram_256', 'old_top_k',
-              'full_sort'):
-    pts = [(r['size'], r['ratio_to_memory_pass'][key]) for r in rows
-           if key in r['ratio_to_memory_pass']]
-    if pts:
-      ax.plot(*zip(*pts), marker='o', label=_LABELS[key])
-  ax.axhline(5, color='grey', linestyle=':', label='target at 1e7: 5x')
+  for threads in sorted({str(r.get('threads', 'default')) for r in rows}):
+    part = [r for r in rows if str(r.get('threads', 'default')) == threads]
+    for key in ('tf1prune_exact', 'tf1prune_exact_before',
+                'tf1prune_histogram_256', 'old_top_k', 'full_sort'):
+      pts = [(r['size'], r['ratio_to_memory_pass'][key]) for r in part
+             if key in r['ratio_to_memory_pass']]
+      if pts:
+        ax.plot(*zip(*pts), marker='o', linestyle='-' if threads == '1' else '--',
+                label='%s, %s thread(s)' % (_LABELS.get(key, key), threads))
+  ax.plot([1e7, 5e7], [3, 2], 'k:', marker='x', label='targets: 3x at 1e7, 2x at 5e7')
   ax.set_xscale('log')
   ax.set_yscale('log')
   ax.set_xlabel('elements in the weight')
