@@ -179,10 +179,16 @@ def mask_section(quick):
   keys = ['tf1prune_exact', 'tf1prune_exact_before', 'tf1prune_histogram_256',
           'old_top_k', 'full_sort']
   verdicts = []
-  for row in data['rows']:
+  legacy = _load('mask_update_tf1', quick)
+  all_rows = [dict(r, stack=data['info']['tensorflow']) for r in data['rows']]
+  if legacy is not None:
+    all_rows += [dict(r, stack=legacy['info']['tensorflow'])
+                 for r in legacy['rows']]
+  for row in all_rows:
     ratios = row['ratio_to_memory_pass']
     spread = row.get('ratio_spread', {})
-    cells = ['%.0e' % row['size'], str(row.get('threads', 'default')),
+    cells = ['%.0e, TF %s' % (row['size'], row['stack']),
+             str(row.get('threads', 'default')),
              '%.2f ms' % (1e3 * row['seconds']['memory_pass'])]
     for k in keys:
       if k not in ratios:
@@ -200,8 +206,10 @@ def mask_section(quick):
                  if row.get('load_average_1min') is not None else '-')
     rows.append(cells)
     if row['size'] in MASK_TARGETS:
-      verdicts.append('Target <= %.0fx at %.0e elements, %s thread(s): %s.' % (
-          MASK_TARGETS[row['size']], row['size'], row.get('threads', 'default'),
+      verdicts.append('Target <= %.0fx at %.0e elements, TF %s, %s thread(s): '
+                      '%s.' % (
+          MASK_TARGETS[row['size']], row['size'], row['stack'],
+          row.get('threads', 'default'),
           _verdict(ratios['tf1prune_exact'], MASK_TARGETS[row['size']],
                    'ratio')))
   out.append(_table(['elements', 'intra-op threads', 'memory pass',
