@@ -130,20 +130,23 @@ def plot_train_overhead(quick):
     return None
   keras, _ = _load('train_overhead_keras', quick)
   labels, values = [], []
-  for key in ('masked_same_run', 'masked_hook', 'masked_no_update'):
-    labels.append('tf1prune\n' + key.replace('masked_', '').replace('_', ' '))
-    values.append(ours['ratio_to_unmasked'][key])
+  for key in ('masked_pruning_hook', 'masked_same_run', 'masked_old_hook',
+              'masked_hook', 'masked_no_update'):
+    if key in ours['ratio_to_unmasked']:
+      labels.append('tf1prune\n' + key.replace('masked_', '').replace('_', ' '))
+      values.append(ours['ratio_to_unmasked'][key])
+  n_ours = len(values)
   if keras is not None:
     labels.append('tfmot\nprune_low_magnitude')
     values.append(keras['ratio_pruned_to_unpruned'])
   fig, ax = plt.subplots(figsize=(7, 4))
   bars = ax.bar(range(len(values)), values,
-                color=['C0'] * 3 + ['C3'] * (len(values) - 3))
+                color=['C0'] * n_ours + ['C3'] * (len(values) - n_ours))
   for bar, value in zip(bars, values):
     ax.text(bar.get_x() + bar.get_width() / 2, value, '%.3f' % value,
             ha='center', va='bottom', fontsize=8)
   ax.axhline(1.0, color='black', linewidth=0.8)
-  ax.axhline(1.03, color='grey', linestyle=':', label='target 1.03')
+  ax.axhline(1.01, color='grey', linestyle=':', label='target 1.01')
   ax.set_xticks(range(len(values)))
   ax.set_xticklabels(labels, fontsize=8)
   ax.set_ylim(min(0.9, min(values) - 0.05), max(values) + 0.1)
