@@ -2,13 +2,23 @@
 
     python -m bench.mask_update --quick
 
-For each weight size, times inside one process (alternating, median of
-repeats) one `Pruning.mask_update_op()` on a single weight of that size, and
-the alternatives that also write the mask: the old contrib method (`tf.nn.top_k`
-over all weights), a full `tf.sort`, and tf1prune's own `threshold_method=
-histogram` estimate; each divided by `reduce_sum(abs(w))`, one memory-bound pass
-over the same weight. Also the per-step cost of `conditional_mask_update_op()`
-on a step where it does nothing, next to a `tf.no_op()` run.
+For each weight size and each threading (one intra-op thread, and TF's
+default), times inside one process, alternating within each repeat, one
+`Pruning.mask_update_op()` on a single weight of that size, and the
+alternatives that also write the mask: the old contrib method (`tf.nn.top_k`
+over all weights) and a full `tf.sort` (up to 1e6 elements: at 1e7 they take
+seconds), and tf1prune's own `threshold_method=histogram` estimate; each
+divided by `reduce_sum(abs(w))`, one memory-bound pass over the same weight.
+The ratio is the median of the per-repeat ratios (`bench/_paired.py`), with
+their minimum and maximum as the spread.
+
+Idle steps: the per-run cost of `conditional_mask_update_op()` on a step where
+nothing is due, and of what `PruningHook` adds to an idle step (one fetch of
+the global step beside the step's own fetches), each next to a run of
+`tf.no_op()` alone.
+
+Targets (issue 17): <= 3x at 1e7 with one thread and with the default,
+<= 2x at 5e7.
 """
 
 import argparse
@@ -17,9 +27,11 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from bench._timing import interleaved_medians, write_results
+from bench._paired import interleaved_samples, load_average, medians
+from bench._timing import write_results
 
 SPARSITY = 0.9
+TARGETS = {10**7: 3.0, 5 * 10**7: 2.0}
 
 
 def _old_contrib_mask(weight, mask, sort):
@@ -35,7 +47,41 @@ def _old_contrib_mask(weight, mask, sort):
   return tf.assign(mask, tf.cast(tf.abs(weight) >= threshold, tf.float32)).op
 
 
-def _measure(size, repeats, alternatives):
+def _previous_exact_mask(weight, mask):
+  """tf1prune's exact update before issue 17, kept to be timed side by side:
+  `tf.math.bincount` (with its extra max pass) and a `boolean_mask` gather of
+  the boundary bin, plus the non-finite check the update runs."""
+  scores = tf.abs(weight)
+  bits = tf.bitcast(tf.reshape(scores, [-1]), tf.int32)
+  n = bits.get_shape().num_elements()
+  rank = tf.constant(n - int(round(n * SPARSITY)))
+  prefix, candidates, shift = tf.constant(0), bits, 31
+  for level, width in enumerate((15, 16)):
+    shift -= width
+    digit = tf.bitwise.right_shift(candidates, shift)
+    if level:
+      digit = tf.bitwise.bitwise_and(digit, (1 << width) - 1)
+    counts = tf.math.bincount(digit, minlength=1 << width, maxlength=1 << width)
+    at_least = tf.cumsum(counts, reverse=True)
+    chosen = tf.reduce_sum(tf.cast(at_least >= rank, tf.int32)) - 1
+    rank -= at_least[chosen] - counts[chosen]
+    prefix = tf.bitwise.bitwise_or(prefix, tf.bitwise.left_shift(chosen, shift))
+    if level == 0:
+      candidates = tf.boolean_mask(candidates, tf.equal(digit, chosen))
+  new = tf.reshape(tf.cast(bits >= prefix, tf.float32), tf.shape(weight))
+  return tf.group(tf.assign(mask, new), tf.reduce_sum(weight))
+
+
+def _ratios(samples, base):
+  """name -> (median, min, max) of the per-repeat ratio to `base`."""
+  out = {}
+  for name, values in samples.items():
+    r = np.array(values) / np.array(samples[base])
+    out[name] = (float(np.median(r)), float(r.min()), float(r.max()))
+  return out
+
+
+def _measure(size, repeats, alternatives, threads):
   with tf.Graph().as_default():
     step = tf.train.get_or_create_global_step()
     init = np.random.RandomState(0).randn(size).astype(np.float32)
@@ -49,52 +95,84 @@ def _measure(size, repeats, alternatives):
     ops = {'memory_pass': tf.reduce_sum(tf.abs(weight)).op,
            'tf1prune_exact': exact.mask_update_op(),
            'tf1prune_histogram_256': histogram.mask_update_op()}
+    ops['tf1prune_exact_before'] = _previous_exact_mask(weight, mask)
     if alternatives:
       ops['old_top_k'] = _old_contrib_mask(weight, mask, sort=False)
       ops['full_sort'] = _old_contrib_mask(weight, mask, sort=True)
     noop = tf.no_op()
     conditional = exact.conditional_mask_update_op()   # step 0: not due
-    with tf.Session() as sess:
+    config = tf.ConfigProto()
+    if threads:
+      config.intra_op_parallelism_threads = threads
+      config.inter_op_parallelism_threads = threads
+    with tf.Session(config=config) as sess:
       sess.run(tf.global_variables_initializer())
-      times = interleaved_medians(
+      samples = interleaved_samples(
           {name: (lambda op=op: sess.run(op)) for name, op in ops.items()},
-          repeats=repeats)
-      step_times = interleaved_medians(
-          {'no_op': lambda: sess.run(noop),
-           'conditional_idle': lambda: sess.run(conditional)},
-          repeats=repeats, inner=200)
+          repeats=repeats, warmup=1)
+
+      def inner(fn, n=200):
+        def run():
+          for _ in range(n):
+            fn()
+        return run
+
+      idle = interleaved_samples(
+          {'no_op': inner(lambda: sess.run(noop)),
+           'conditional_idle': inner(lambda: sess.run(conditional)),
+           'hook_idle_fetch': inner(lambda: sess.run([noop, exact.global_step]))},
+          repeats=repeats, warmup=1)
       sparsity = float(sess.run(tf.nn.zero_fraction(mask)))
-  base = times['memory_pass']
-  return {'size': size, 'seconds': times,
-          'ratio_to_memory_pass': {k: v / base for k, v in times.items()},
-          'idle_conditional_vs_no_op': step_times['conditional_idle'] /
-                                       step_times['no_op'],
-          'idle_seconds': step_times, 'final_mask_sparsity': sparsity}
+  ratios = _ratios(samples, 'memory_pass')
+  idle_ratios = _ratios(idle, 'no_op')
+  return {'size': size, 'threads': threads or 'default', 'repeats': repeats,
+          'seconds': medians(samples),
+          'ratio_to_memory_pass': {k: v[0] for k, v in ratios.items()},
+          'ratio_spread': {k: v[1:] for k, v in ratios.items()},
+          'idle_conditional_vs_no_op': idle_ratios['conditional_idle'][0],
+          'idle_hook_fetch_vs_no_op': idle_ratios['hook_idle_fetch'][0],
+          'idle_spread': {k: v[1:] for k, v in idle_ratios.items()},
+          'idle_seconds': {k: v / 200 for k, v in medians(idle).items()},
+          'final_mask_sparsity': sparsity,
+          'target': TARGETS.get(size)}
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--quick', action='store_true',
                       help='small sizes, few repeats (CI smoke run)')
+  parser.add_argument('--sizes', default='',
+                      help='comma-separated sizes to run (default: the plan)')
   args = parser.parse_args(argv)
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
   if args.quick:
     plan = [(10**4, 3, True), (10**5, 3, True)]
   else:
-    plan = [(10**5, 9, True), (10**6, 9, True), (10**7, 7, True),
+    plan = [(10**5, 9, True), (10**6, 9, True), (10**7, 9, False),
             (5 * 10**7, 5, False)]
+  if args.sizes and not args.quick:
+    wanted = [int(float(s)) for s in args.sizes.split(',')]
+    plan = [p for p in plan if p[0] in wanted]
+  load_before = load_average()
   rows = []
   for size, repeats, alternatives in plan:
-    row = _measure(size, repeats, alternatives)
-    rows.append(row)
-    print('n=%-9d ' % size + '  '.join(
-        '%s %.1fx' % (k, v) for k, v in sorted(row['ratio_to_memory_pass'].items())
-        if k != 'memory_pass') +
-          '  idle conditional / no_op %.2f' % row['idle_conditional_vs_no_op'],
-          flush=True)
-  path = write_results('mask_update_quick' if args.quick else 'mask_update',
-                       {'sparsity': SPARSITY, 'rows': rows})
+    for threads in (1, None):
+      row = _measure(size, repeats, alternatives, threads)
+      row['load_average_1min'] = load_average()
+      rows.append(row)
+      print('n=%-9d threads=%-7s ' % (size, row['threads']) + '  '.join(
+          '%s %.2fx [%.2f-%.2f]' % ((k, v) + tuple(row['ratio_spread'][k]))
+          for k, v in sorted(row['ratio_to_memory_pass'].items())
+          if k != 'memory_pass') +
+            '  idle conditional/no_op %.2f, hook fetch/no_op %.2f  load %.1f' % (
+                row['idle_conditional_vs_no_op'],
+                row['idle_hook_fetch_vs_no_op'], row['load_average_1min']),
+            flush=True)
+  name = 'mask_update' + ('_tf1' if tf.__version__.startswith('1.') else '')
+  path = write_results(name + ('_quick' if args.quick else ''),
+                       {'sparsity': SPARSITY, 'rows': rows,
+                        'load_average_1min': [load_before, load_average()]})
   print('wrote', path)
 
 

@@ -22,7 +22,8 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top,wrong-imp
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
 
 _LABELS = {
-    'tf1prune_exact': 'tf1prune (exact, default)',
+    'tf1prune_exact': 'tf1prune (exact)',
+    'tf1prune_exact_before': 'tf1prune exact before issue 17',
     'tf1prune_histogram_256': 'tf1prune histogram, 256 bins (approximate)',
     'old_top_k': 'tf.nn.top_k (old contrib, tfmot)',
     'full_sort': 'full sort',
@@ -54,13 +55,16 @@ def plot_mask_update(quick):
     return None
   fig, ax = plt.subplots(figsize=(7, 4.5))
   rows = data['rows']
-  for key in ('tf1prune_exact', 'tf1prune_histogram_256', 'old_top_k',
-              'full_sort'):
-    pts = [(r['size'], r['ratio_to_memory_pass'][key]) for r in rows
-           if key in r['ratio_to_memory_pass']]
-    if pts:
-      ax.plot(*zip(*pts), marker='o', label=_LABELS[key])
-  ax.axhline(5, color='grey', linestyle=':', label='target at 1e7: 5x')
+  for threads in sorted({str(r.get('threads', 'default')) for r in rows}):
+    part = [r for r in rows if str(r.get('threads', 'default')) == threads]
+    for key in ('tf1prune_exact', 'tf1prune_exact_before',
+                'tf1prune_histogram_256', 'old_top_k', 'full_sort'):
+      pts = [(r['size'], r['ratio_to_memory_pass'][key]) for r in part
+             if key in r['ratio_to_memory_pass']]
+      if pts:
+        ax.plot(*zip(*pts), marker='o', linestyle='-' if threads == '1' else '--',
+                label='%s, %s thread(s)' % (_LABELS.get(key, key), threads))
+  ax.plot([1e7, 5e7], [3, 2], 'k:', marker='x', label='targets: 3x at 1e7, 2x at 5e7')
   ax.set_xscale('log')
   ax.set_yscale('log')
   ax.set_xlabel('elements in the weight')
@@ -126,20 +130,23 @@ def plot_train_overhead(quick):
     return None
   keras, _ = _load('train_overhead_keras', quick)
   labels, values = [], []
-  for key in ('masked_same_run', 'masked_hook', 'masked_no_update'):
-    labels.append('tf1prune\n' + key.replace('masked_', '').replace('_', ' '))
-    values.append(ours['ratio_to_unmasked'][key])
+  for key in ('masked_pruning_hook', 'masked_same_run', 'masked_old_hook',
+              'masked_hook', 'masked_no_update'):
+    if key in ours['ratio_to_unmasked']:
+      labels.append('tf1prune\n' + key.replace('masked_', '').replace('_', ' '))
+      values.append(ours['ratio_to_unmasked'][key])
+  n_ours = len(values)
   if keras is not None:
     labels.append('tfmot\nprune_low_magnitude')
     values.append(keras['ratio_pruned_to_unpruned'])
   fig, ax = plt.subplots(figsize=(7, 4))
   bars = ax.bar(range(len(values)), values,
-                color=['C0'] * 3 + ['C3'] * (len(values) - 3))
+                color=['C0'] * n_ours + ['C3'] * (len(values) - n_ours))
   for bar, value in zip(bars, values):
     ax.text(bar.get_x() + bar.get_width() / 2, value, '%.3f' % value,
             ha='center', va='bottom', fontsize=8)
   ax.axhline(1.0, color='black', linewidth=0.8)
-  ax.axhline(1.03, color='grey', linestyle=':', label='target 1.03')
+  ax.axhline(1.01, color='grey', linestyle=':', label='target 1.01')
   ax.set_xticks(range(len(values)))
   ax.set_xticklabels(labels, fontsize=8)
   ax.set_ylim(min(0.9, min(values) - 0.05), max(values) + 0.1)

@@ -13,20 +13,29 @@ cross entropy and plain SGD:
   reached only at step 10**6: the schedule is active on every measured step,
   the masks are about half zeros and a real mask update runs every 10th step).
 
-The masked graph is run three ways, the unmasked one once, alternating inside
-each repeat (`inner` steps per candidate per repeat, median over repeats):
+`--net=resnet`: a resnet_v1-style net with batch norm instead
+(`bench/_resnet_net.py`; built where a batch_norm layer is available for both
+twins: TF 1.15 with tf_slim, or a tf1prune that has its own `batch_norm`).
 
+Candidates, alternating inside each repeat (`inner` steps per candidate per
+repeat), each graph in its own session:
+
+* `unmasked`: `sess.run(train_op)` on the never-masked twin;
 * `masked_same_run`: `sess.run([train_op, conditional_mask_update_op])`;
-* `masked_hook`: `sess.run(train_op)` then `sess.run(conditional_mask_update_op)`,
-  what `tf1prune.PruningHook` does;
-* `masked_no_update`: `sess.run(train_op)` alone (the cost of the masks only).
+* `masked_old_hook`: `sess.run(train_op)` then `sess.run(conditional op)`,
+  what `PruningHook` did before issue 17 (a second run every step);
+* `masked_no_update`: `sess.run(train_op)` alone (the cost of the masks only);
+* `unmasked_monitored`: the twin in a `tf.train.MonitoredSession`, no hook;
+* `masked_pruning_hook`: the masked net in a `MonitoredSession` with
+  `tf1prune.PruningHook` (no extra run on steps where nothing is due).
 
 Reported: median step times, and as `ratio_to_unmasked` the median over
 repeats of the per-repeat ratio (each repeat runs every candidate back to
-back, so both sides of a ratio saw the same load; `bench/_paired.py`); the
-ratio of the medians is kept too. Written to
-bench/results/train_overhead[_tf1][_quick].json.
-Target: <= 1.03 for the ways that run the update.
+back, so both sides of a ratio saw the same load; `bench/_paired.py`), with
+the min and max over repeats as the spread; `masked_pruning_hook` is divided
+by `unmasked_monitored` (both pay the MonitoredSession), the others by
+`unmasked`. Written to bench/results/train_overhead[_resnet][_tf1][_quick].json.
+Target (issue 17): <= 1.01 for the ways that run the update.
 """
 
 import argparse
@@ -35,7 +44,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from bench import _cifar_net
+from bench import _cifar_net, _resnet_net
 from bench._paired import (interleaved_samples, load_average, medians,
                            paired_ratio)
 from bench._timing import write_results
@@ -43,20 +52,26 @@ from bench._timing import write_results
 FREQUENCY = 10
 
 
-def _build(masked, batch, seed=0):
-  """Returns (graph, train_op, conditional update op or None, pruning)."""
+NETS = {'cifar': (_cifar_net.inference, 24), 'resnet': (_resnet_net.inference, 32)}
+
+
+def _build(masked, batch, net='cifar', seed=0):
+  """Returns (graph, train_op, conditional update op or None, pruning, init)."""
   graph = tf.Graph()
   with graph.as_default():
     tf.set_random_seed(seed)
     step = tf.train.get_or_create_global_step()
     rng = np.random.RandomState(seed)
-    images = tf.constant(rng.randn(batch, 24, 24, 3).astype(np.float32))
+    inference, side = NETS[net]
+    images = tf.constant(rng.randn(batch, side, side, 3).astype(np.float32))
     labels = tf.constant(rng.randint(0, 10, size=batch).astype(np.int64))
-    logits = _cifar_net.inference(images, masked=masked)
+    logits = inference(images, masked=masked)
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=labels, logits=logits))
-    train_op = tf.train.GradientDescentOptimizer(0.01).minimize(
-        loss, global_step=step)
+    # Batch norm's moving averages (none in the CIFAR-10 net).
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+      train_op = tf.train.GradientDescentOptimizer(0.01).minimize(
+          loss, global_step=step)
     update, pruning = None, None
     if masked:
       spec = tf1prune.get_pruning_hparams().parse(
@@ -68,14 +83,33 @@ def _build(masked, batch, seed=0):
   return graph, train_op, update, pruning, init
 
 
-def run(batch, repeats, inner):
+def _monitored(graph, hooks):
+  """A MonitoredSession on `graph` (it finalizes the graph) with `hooks`."""
+  with graph.as_default():
+    return tf.train.MonitoredSession(
+        session_creator=tf.train.ChiefSessionCreator(), hooks=hooks)
+
+
+def run(batch, repeats, inner, net='cifar'):
   """Measures and returns the result dict."""
-  dense_graph, dense_train, _, _, dense_init = _build(False, batch)
-  masked_graph, masked_train, update, pruning, masked_init = _build(True, batch)
+  dense_graph, dense_train, _, _, dense_init = _build(False, batch, net)
+  masked_graph, masked_train, update, pruning, masked_init = _build(True, batch,
+                                                                    net)
+  with masked_graph.as_default():
+    full_update = pruning.mask_update_op()
+    noop = tf.no_op()
   dense_sess = tf.Session(graph=dense_graph)
   masked_sess = tf.Session(graph=masked_graph)
   dense_sess.run(dense_init)
   masked_sess.run(masked_init)
+  mon_dense_graph, mon_dense_train, _, _, _ = _build(False, batch, net)
+  mon_graph, mon_train, _, mon_pruning, _ = _build(True, batch, net)
+  with mon_graph.as_default():
+    hook = tf1prune.PruningHook(mon_pruning)
+    mon_step = tf.train.get_global_step()
+    mon_last = mon_pruning.last_update_step
+  mon_dense = _monitored(mon_dense_graph, [])
+  mon_masked = _monitored(mon_graph, [hook])
 
   def steps(fn):
     def go():
@@ -86,14 +120,17 @@ def run(batch, repeats, inner):
   candidates = {
       'unmasked': steps(lambda: dense_sess.run(dense_train)),
       'masked_same_run': steps(lambda: masked_sess.run([masked_train, update])),
-      'masked_hook': steps(lambda: (masked_sess.run(masked_train),
-                                    masked_sess.run(update))),
+      'masked_old_hook': steps(lambda: (masked_sess.run(masked_train),
+                                        masked_sess.run(update))),
       'masked_no_update': steps(lambda: masked_sess.run(masked_train)),
+      'unmasked_monitored': steps(lambda: mon_dense.run(mon_dense_train)),
+      'masked_pruning_hook': steps(lambda: mon_masked.run(mon_train)),
   }
   samples = interleaved_samples(candidates, repeats=repeats, warmup=1)
-  with masked_graph.as_default():
-    full_update = pruning.mask_update_op()
-    noop = tf.no_op()
+  hook_final = {'global_step': int(mon_masked.run(mon_step)),
+                'last_mask_update_step': int(mon_masked.run(mon_last))}
+  mon_dense.close()
+  mon_masked.close()
   # The parts of the overhead: one unconditional mask update of all five
   # weights, and the conditional op on a step where nothing is due (just
   # after the update, the step not moving), next to an empty session.run.
@@ -112,28 +149,38 @@ def run(batch, repeats, inner):
   dense_sess.close()
   masked_sess.close()
   per_step = {k: v / inner for k, v in medians(samples).items()}
-  base = per_step['unmasked']
+  bases = {k: 'unmasked_monitored' if k == 'masked_pruning_hook' else 'unmasked'
+           for k in samples}
+  spread = {}
+  for k in samples:
+    r = np.array(samples[k]) / np.array(samples[bases[k]])
+    spread[k] = [float(r.min()), float(r.max())]
   return {
-      'batch': batch, 'repeats': repeats, 'steps_per_repeat': inner,
-      'pruning_frequency': FREQUENCY,
+      'net': net, 'batch': batch, 'repeats': repeats,
+      'steps_per_repeat': inner, 'pruning_frequency': FREQUENCY,
       'median_step_seconds': per_step,
-      'ratio_to_unmasked': {k: paired_ratio(samples, k, 'unmasked')
+      'ratio_base': bases,
+      'ratio_to_unmasked': {k: paired_ratio(samples, k, bases[k])
                             for k in samples},
-      'ratio_of_medians': {k: v / base for k, v in per_step.items()},
+      'ratio_spread': spread,
+      'ratio_of_medians': {k: v / per_step[bases[k]]
+                           for k, v in per_step.items()},
+      'pruning_hook_final': hook_final,
       'part_seconds': parts,
       'masked_elements': int(sum(m.shape.num_elements() for m in masks)),
-      'mask_update_fraction_of_unmasked_step': parts['mask_update_op'] / base,
+      'mask_update_fraction_of_unmasked_step': parts['mask_update_op'] / per_step['unmasked'],
       'masked_graph_final': {
           'global_step': global_step, 'last_mask_update_step': last,
           'schedule_sparsity': target,
           'mask_sparsities': [float(s) for s in sparsities]},
-      'target': 1.03,
+      'target': 1.01,
   }
 
 
-def _results_name(quick):
-  """'train_overhead', plus '_tf1' on TF 1.x, plus '_quick' for the smoke run."""
-  name = 'train_overhead' + ('_tf1' if tf.__version__.startswith('1.') else '')
+def _results_name(quick, net='cifar'):
+  """'train_overhead', '_resnet' for that net, '_tf1' on TF 1.x, '_quick'."""
+  name = 'train_overhead' + ('_resnet' if net == 'resnet' else '')
+  name += '_tf1' if tf.__version__.startswith('1.') else ''
   return name + ('_quick' if quick else '')
 
 
@@ -143,26 +190,36 @@ def main(argv=None):
                       help='few steps (CI smoke run)')
   parser.add_argument('--batch', type=int, default=128,
                       help='batch size (--quick caps it at 32)')
-  parser.add_argument('--repeats', type=int, default=31,
+  parser.add_argument('--net', choices=sorted(NETS), default='cifar',
+                      help='the CIFAR-10 example CNN, or a resnet_v1-style '
+                      'net with batch norm')
+  parser.add_argument('--repeats', type=int, default=21,
                       help='repeats of the full run (10 steps per candidate '
                       'each)')
   args = parser.parse_args(argv)
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
+  if args.net == 'resnet' and not _resnet_net.available():
+    print('skipped: no batch_norm layer for both twins on TF %s (tf_slim needs '
+          'Keras 2, tf1prune.batch_norm is not there)' % tf.__version__)
+    return 0
   load_before = load_average()
   if args.quick:
-    result = run(min(args.batch, 32), repeats=3, inner=10)
+    result = run(min(args.batch, 32), repeats=3, inner=10, net=args.net)
   else:
-    result = run(args.batch, repeats=args.repeats, inner=10)
+    result = run(args.batch, repeats=args.repeats, inner=10, net=args.net)
   result['load_average_1min'] = [load_before, load_average()]
   print('median step (s): ' + '  '.join(
       '%s %.4f' % kv for kv in sorted(result['median_step_seconds'].items())))
-  print('ratio to unmasked: ' + '  '.join(
-      '%s %.3f' % kv for kv in sorted(result['ratio_to_unmasked'].items())))
+  print('ratio to unmasked twin [min-max]: ' + '  '.join(
+      '%s %.3f [%.2f-%.2f]' % ((k, v) + tuple(result['ratio_spread'][k]))
+      for k, v in sorted(result['ratio_to_unmasked'].items())))
+  print('load average', result['load_average_1min'],
+        'hook run:', result['pruning_hook_final'])
   print('parts (s): ' + '  '.join(
       '%s %.5f' % kv for kv in sorted(result['part_seconds'].items())))
   print('masked graph after the run:', result['masked_graph_final'])
-  path = write_results(_results_name(args.quick), result)
+  path = write_results(_results_name(args.quick, args.net), result)
   print('wrote', path)
 
 

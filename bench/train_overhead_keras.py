@@ -138,6 +138,10 @@ def run(batch, repeats, inner):
       'pruning_frequency': FREQUENCY,
       'median_step_seconds': per_step,
       'ratio_pruned_to_unpruned': paired_ratio(samples, 'pruned', 'unpruned'),
+      'ratio_spread': [float(min(np.array(samples['pruned']) /
+                                 np.array(samples['unpruned']))),
+                       float(max(np.array(samples['pruned']) /
+                                 np.array(samples['unpruned'])))],
       'ratio_of_medians': per_step['pruned'] / per_step['unpruned'],
       'pruned_model_final': {'pruning_step': max(steps) if steps else None,
                              'mask_sparsities': sparsities},
@@ -164,7 +168,9 @@ def main(argv=None):
   result['load_average_1min'] = [load_before, load_average()]
   print('median step (s): ' + '  '.join(
       '%s %.4f' % kv for kv in sorted(result['median_step_seconds'].items())))
-  print('ratio pruned / unpruned: %.3f' % result['ratio_pruned_to_unpruned'])
+  print('ratio pruned / unpruned: %.3f [%.2f-%.2f]' % (
+      (result['ratio_pruned_to_unpruned'],) + tuple(result['ratio_spread'])))
+  print('load average', result['load_average_1min'])
   print('pruned model after the run:', result['pruned_model_final'])
   path = write_results('train_overhead_keras_quick' if args.quick
                        else 'train_overhead_keras', result)

@@ -1,6 +1,7 @@
 """PruningHook in a real MonitoredTrainingSession, and tf1prune.train (slim)."""
 
 import numpy as np
+import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
@@ -111,3 +112,137 @@ def test_train_runs_slim_learning_and_updates_masks(tmp_path):
   assert saved_mask.sum() == _target_kept(0.8)
   np.testing.assert_array_equal(
       saved_mask, np_reference.magnitude_mask(np.abs(saved_weights), 0.8))
+
+
+class _CountingSession(tf.Session):
+  """A tf.Session that records the fetches of every `run`."""
+
+  def __init__(self, *args, **kwargs):
+    super(_CountingSession, self).__init__(*args, **kwargs)
+    self.fetches = []
+
+  def run(self, fetches, *args, **kwargs):
+    self.fetches.append(fetches)
+    return super(_CountingSession, self).run(fetches, *args, **kwargs)
+
+
+class _CountingCreator(tf.train.SessionCreator):
+  """Creates an initialized `_CountingSession` (what the hooks are given)."""
+
+  def __init__(self):
+    self.session = None
+
+  def create_session(self):
+    self.session = _CountingSession()
+    self.session.run(tf.global_variables_initializer())
+    self.session.fetches = []
+    return self.session
+
+
+def _hook_runs(steps, hparams):
+  """Trains `steps` steps; returns (extra runs after each step, recorder)."""
+  train_op, _ = _tiny_model()
+  p = _pruning(hparams)
+  recorder = _Recorder([tf.train.get_global_step(), p.last_update_step])
+  creator = _CountingCreator()
+  with tf.train.MonitoredSession(session_creator=creator,
+                                 hooks=[tf1prune.PruningHook(p), recorder]) as sess:
+    runs_at_start = len(creator.session.fetches)
+    extra = []
+    for _ in range(steps):
+      before = len(creator.session.fetches)
+      sess.run(train_op)
+      # One run of the step itself, one of the recorder; the rest the hook's.
+      extra.append(len(creator.session.fetches) - before - 2)
+  return runs_at_start, extra, recorder.history
+
+
+def test_hook_adds_no_run_on_steps_where_no_update_is_due():
+  start, extra, history = _hook_runs(30, (
+      'target_sparsity=0.8,sparsity_function_end_step=30,pruning_frequency=5,'
+      'begin_pruning_step=3,end_pruning_step=22'))
+  assert start == 1  # the conditional update once, at session creation
+  lasts = [int(last) for _, last in history]
+  # Due at 5, 10, 15, 20 (step 3..22, every 5 from last_mask_update_step 0).
+  assert lasts == [0] * 4 + [5] * 5 + [10] * 5 + [15] * 5 + [20] * 11
+  updates = [i for i in range(30) if lasts[i] != (lasts[i - 1] if i else 0)]
+  for i in updates:
+    assert extra[i] == 1, (i, extra)
+  # A step read after its increment may cost one extra run just before a
+  # due step; every other step costs none.
+  idle = [n for i, n in enumerate(extra) if i not in updates and
+          i + 1 not in updates]
+  assert idle == [0] * len(idle)
+  assert sum(extra) <= 2 * len(updates)
+
+
+def test_hook_given_an_op_runs_it_after_every_step():
+  train_op, _ = _tiny_model()
+  p = _pruning('target_sparsity=0.5,sparsity_function_end_step=1')
+  creator = _CountingCreator()
+  with tf.train.MonitoredSession(
+      session_creator=creator,
+      hooks=[tf1prune.PruningHook(p.mask_update_op())]) as sess:
+    for _ in range(4):
+      sess.run(train_op)
+  assert len(creator.session.fetches) == 8
+
+
+def _momentum_model(ema):
+  step = tf.train.get_or_create_global_step()
+  rs = np.random.RandomState(1)
+  x = tf.constant(rs.randn(32, IN).astype(np.float32))
+  y = tf.constant(rs.randn(32, OUT).astype(np.float32))
+  net = tf1prune.masked_fully_connected(x, OUT, activation_fn=None, scope='fc')
+  loss = tf.reduce_mean(tf.square(net - y))
+  train_op = tf.train.MomentumOptimizer(0.05, 0.9).minimize(
+      loss, global_step=step)
+  if ema:
+    averages = tf.train.ExponentialMovingAverage(0.9, step)
+    with tf.control_dependencies([train_op]):
+      train_op = averages.apply(tf.trainable_variables())
+  return train_op
+
+
+@pytest.mark.parametrize('ema', [False, True])
+def test_bake_masks_writes_checkpoints_whose_raw_weights_are_pruned(tmp_path,
+                                                                   ema):
+  train_op = _momentum_model(ema)
+  p = _pruning('target_sparsity=0.75,sparsity_function_end_step=6,'
+               'pruning_frequency=2')
+  hook = tf1prune.PruningHook(p, bake_masks=True)
+  with tf.train.MonitoredTrainingSession(
+      checkpoint_dir=str(tmp_path), chief_only_hooks=[hook],
+      hooks=[tf.train.StopAtStepHook(last_step=9)], save_summaries_steps=None,
+      save_checkpoint_secs=None, save_checkpoint_steps=3,
+      log_step_count_steps=None) as sess:
+    while not sess.should_stop():
+      sess.run(train_op)
+  for prefix in tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths:
+    reader = tf.train.load_checkpoint(prefix)
+    mask = reader.get_tensor('fc/mask')
+    names = ['fc/weights'] + (['fc/weights/ExponentialMovingAverage']
+                              if ema else [])
+    for name in names:
+      raw = reader.get_tensor(name)
+      np.testing.assert_array_equal(raw, raw * mask, err_msg=prefix + name)
+      assert (raw[mask == 1] != 0).all()
+  final = tf.train.load_variable(str(tmp_path), 'fc/mask')
+  assert final.sum() == _target_kept(0.75)
+
+
+def test_without_bake_masks_raw_weights_stay_dense(tmp_path):
+  train_op = _momentum_model(False)
+  p = _pruning('target_sparsity=0.75,sparsity_function_end_step=6,'
+               'pruning_frequency=2')
+  with tf.train.MonitoredTrainingSession(
+      checkpoint_dir=str(tmp_path), chief_only_hooks=[tf1prune.PruningHook(p)],
+      hooks=[tf.train.StopAtStepHook(last_step=9)], save_summaries_steps=None,
+      save_checkpoint_secs=None, save_checkpoint_steps=3,
+      log_step_count_steps=None) as sess:
+    while not sess.should_stop():
+      sess.run(train_op)
+  mask = tf.train.load_variable(str(tmp_path), 'fc/mask')
+  raw = tf.train.load_variable(str(tmp_path), 'fc/weights')
+  assert mask.sum() == _target_kept(0.75)
+  assert (raw[mask == 0] != 0).all()

@@ -77,3 +77,68 @@ def test_histogram_threshold_matches_the_old_estimate():
   t = _run(thresholds.histogram_threshold(tf.constant(scores), 0.5, 10))[0]
   # 10 bins over [0, 100]: cdf 0.09, 0.19, ..., 0.49, 0.59: 5 bins below 0.5.
   assert t == pytest.approx(50.0)
+
+
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_boundary_bin_is_counted_apart_from_its_bit_neighbours(dtype):
+  # The later radix levels must count only the boundary bin's values: values
+  # in the bins on either side, which differ from it in one high bit or in
+  # many, and values far away (huge, tiny, zero, inf) must not enter them.
+  bits_type = np.int64 if dtype == np.float64 else np.int32
+  low_bits = 48 if dtype == np.float64 else 16
+  boundary = np.array([1.5], dtype).view(bits_type)[0] >> low_bits << low_bits
+  rs = np.random.RandomState(3)
+  inside = boundary + rs.randint(0, 1 << 16, 500).astype(bits_type)
+  below = boundary - 1 - rs.randint(0, 1 << 16, 500).astype(bits_type)
+  above = boundary + (1 << low_bits) + rs.randint(0, 1 << 16, 500).astype(
+      bits_type)
+  scores = np.concatenate([inside.view(dtype), below.view(dtype),
+                           above.view(dtype),
+                           np.array([0.0, 1e-30, 1e30, np.inf], dtype)])
+  scores = rs.permutation(scores)
+  placeholder = tf.placeholder(dtype, scores.shape)
+  sparsity = tf.placeholder(tf.float32, [])
+  mask, threshold = thresholds.magnitude_mask(placeholder, sparsity)
+  with tf.Session() as sess:
+    # 2004 scores: the boundary falls inside the middle bin for these.
+    for s in (0.3, 0.5, 0.6, 0.501, 0.7495):
+      got, t = sess.run([mask, threshold], {placeholder: scores, sparsity: s})
+      np.testing.assert_array_equal(got, np_reference.magnitude_mask(scores, s))
+      assert t == np.float32(scores[got == 1.0].min())
+
+
+def test_kth_largest_float64_is_exact_across_the_whole_range():
+  values = np.array([np.finfo(np.float64).max, 1e300, 1.0, 1.0 + 2**-52,
+                     1e-300, 5e-324, 0.0], np.float64)
+  got = _run(*[thresholds.kth_largest(tf.constant(values), k)
+               for k in range(1, 8)])
+  assert [float(g) for g in got] == sorted(values.tolist(), reverse=True)
+
+
+def test_building_the_update_ops_logs_no_deprecation_warning(tmp_path):
+  # In a fresh process: TF prints each deprecation warning once per process.
+  import subprocess, sys, os  # pylint: disable=g-import-not-at-top,multiple-imports
+  script = tmp_path / 'build.py'
+  script.write_text(
+      'import tensorflow.compat.v1 as tf\n'
+      'tf.disable_eager_execution()\n'
+      'import tf1prune\n'
+      'tf.train.get_or_create_global_step()\n'
+      'for i, spec in enumerate(["threshold_decay=0.5", "threshold_method=histogram",'
+      ' ""]):\n'
+      '  with tf.variable_scope("l%d" % i):\n'
+      '    tf1prune.apply_mask(tf.get_variable("w", [4, 4]))\n'
+      '  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(\n'
+      '      "name=p%d," % i + spec if spec else "name=p%d" % i))\n'
+      '  p.conditional_mask_update_op()\n'
+      '  tf1prune.masks.keep_count(10, 0.5)\n')
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH=os.pathsep.join(
+      [root, os.environ.get('PYTHONPATH', '')]))
+  out = subprocess.run([sys.executable, str(script)], env=env, timeout=240,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+  text = out.stdout.decode('utf-8', 'replace')
+  assert out.returncode == 0, text
+  ours = [line for line in text.splitlines() if 'deprecated' in line and
+          ('_select.py' in line or 'pruning.py' in line)]
+  assert ours == []

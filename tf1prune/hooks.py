@@ -14,51 +14,138 @@
     [[0. 0.]
      [1. 1.]]
 
-The hook runs `conditional_mask_update_op()` after each training step, in a
-run of its own: the update then reads the weights that step wrote, never
-half-written ones.
+The hook runs the update after each training step, in a run of its own: the
+update then reads the weights that step wrote, never half-written ones. Given
+a `Pruning`, it runs that run only when an update can be due: it fetches the
+global step with the training step (`before_run`), keeps the step of the last
+update in Python (read back from the graph after the session is created or
+restored, and after every update it runs) and checks `begin_pruning_step`,
+`end_pruning_step` and `pruning_frequency` itself. A step on which nothing is
+due costs one scalar fetch and no extra `session.run`. The check errs on the
+side of running: the fetched step may be read before or after the training
+step increments it, so the hook runs the update op (which decides exactly, on
+the real step) when it would be due at that step or the next; if another
+process moves the step further, a due update runs one run later.
 
 Resuming: `MonitoredTrainingSession` runs its `CheckpointSaverHook` before the
-user's hooks, so the checkpoint of a pruning step holds the masks from before
-that step's update. Given a `Pruning`, the hook therefore also runs the
-conditional update once when the session is created or restored: a run killed
-after any checkpoint continues exactly as if it had never stopped (the update
-is a no-op when the checkpoint already holds it).
+hooks given in `hooks=` (after those in `chief_only_hooks`), so the checkpoint
+of a pruning step can hold the masks from before that step's update. Given a
+`Pruning`, the hook therefore also runs the conditional update once when the
+session is created or restored: a run killed after any checkpoint continues
+exactly as if it had never stopped (the update is a no-op when the checkpoint
+already holds it).
 
 Between-graph replication: pass the hook in `chief_only_hooks`, so that one
 process updates the masks; see the README section "Reliability".
+
+Checkpoints for unpatched code: `PruningHook(pruning, bake_masks=True)` writes
+`mask * w` into every masked raw variable (and into its
+`ExponentialMovingAverage` shadow, what eval scripts restore) after every step,
+so an eval, freeze or serving script that knows nothing of masks reads the
+pruned model from the checkpoint. See `PruningHook` for the cost and for where
+to put the hook so that the saved values are exact.
 """
 
 import tensorflow.compat.v1 as tf
 
+from tf1prune.locks import bake_masks_op
+from tf1prune.masking import graph_variables, masked_weight_records
+
 __all__ = ['PruningHook', 'train']
+
+_EMA_SUFFIX = '/ExponentialMovingAverage'
+
+
+def _bake_op(after):
+  """Returns an op that, after `after`, writes `mask * w` into each masked
+  variable and into its moving-average shadow (`<w>/ExponentialMovingAverage`,
+  the name `tf.train.ExponentialMovingAverage` gives it by default)."""
+  with tf.control_dependencies([after]):
+    ops = [bake_masks_op()]
+    variables = graph_variables(tf.get_default_graph())
+    for record in masked_weight_records():
+      shadow = variables.get(record.name + _EMA_SUFFIX)
+      if shadow is None:
+        continue
+      with tf.name_scope(shadow.op.name + '_bake'):
+        mask = tf.cast(record.mask.read_value(), shadow.dtype.base_dtype)
+        ops.append(tf.assign(shadow, mask * shadow.read_value()))
+    return tf.group(*ops, name='bake_masks_and_averages')
 
 
 class PruningHook(tf.train.SessionRunHook):
-  """Runs a mask update op after every `session.run` of the training loop.
+  """Runs the mask update after the training steps on which it can be due.
 
   Args:
-    pruning: a `Pruning` (its `conditional_mask_update_op()` is used) or an op
-      to run as it is.
+    pruning: a `Pruning` (its `conditional_mask_update_op()` is run after the
+      steps on which an update can be due, see the module docstring) or an op
+      to run as it is after every `session.run`.
+    bake_masks: also write `mask * w` into every masked raw variable and its
+      `ExponentialMovingAverage` shadow after every step (and the locked
+      values, as `tf1prune.bake_masks_op()` does), so checkpoints hold the
+      pruned weights and unpatched eval/export code sees the pruned model.
+      Costs one `session.run` and one pass over the masked weights per step.
+      A checkpoint is exact (raw weight == mask * raw weight, for any
+      optimizer) when the saver runs after this hook: put the hook in
+      `chief_only_hooks` of `MonitoredTrainingSession` (those run before its
+      `CheckpointSaverHook`). In `hooks=` the saver runs first: the saved
+      raw weights are the ones baked one step earlier plus one optimizer
+      step, exact for plain SGD (pruned entries get a zero gradient), not for
+      momentum or Adam, whose accumulators still move them.
   """
 
-  def __init__(self, pruning):
+  def __init__(self, pruning, bake_masks=False):
     self._pruning = pruning
+    self._bake = bool(bake_masks)
+    self._gated = hasattr(pruning, 'conditional_mask_update_op')
     self._op = None
+    self._last_read = None
+    self._step = None
+    self._last = None
 
   def begin(self):
-    if hasattr(self._pruning, 'conditional_mask_update_op'):
-      self._op = self._pruning.conditional_mask_update_op()
-    else:
+    if not self._gated:
       self._op = self._pruning
+      if self._bake:
+        self._op = _bake_op(self._op)
+      return
+    update = self._pruning.conditional_mask_update_op()
+    if self._bake:
+      update = _bake_op(update)
+    self._op = update
+    with tf.control_dependencies([update]):
+      # Read after the update: the value it left, never a stale one.
+      self._last_read = tf.identity(
+          self._pruning.last_update_step.read_value())
+    self._step = self._pruning.global_step
 
   def after_create_session(self, session, coord):
     # Only the conditional op is known to be idempotent within a step.
-    if hasattr(self._pruning, 'conditional_mask_update_op'):
-      session.run(self._op)
+    if self._gated:
+      self._last = int(session.run(self._last_read))
+
+  def before_run(self, run_context):
+    if self._gated and not self._bake:
+      return tf.train.SessionRunArgs(self._step)
+    return None
 
   def after_run(self, run_context, run_values):
-    run_context.session.run(self._op)
+    if not self._gated:
+      run_context.session.run(self._op)
+    elif self._bake or self._may_be_due(int(run_values.results)):
+      self._last = int(run_context.session.run(self._last_read))
+
+  def _may_be_due(self, step):
+    """Whether an update can be due at `step` or `step + 1`.
+
+    `step` was read during the run, before or after the training op
+    incremented it; the step after the run is at least `step`.
+    """
+    hp = self._pruning.spec
+    if self._last + hp.pruning_frequency > step + 1:
+      return False
+    end = hp.end_pruning_step
+    return step + 1 >= hp.begin_pruning_step and (end < 0 or step <= end)
 
 
 def train(train_op, logdir, mask_update_op, train_step_fn=None, **kwargs):

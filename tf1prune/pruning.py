@@ -57,7 +57,7 @@ def _selector(spec, old_threshold):
       return new
     # A +inf old threshold (nothing finite kept last time) is not averaged.
     old = tf.cast(old_threshold, new.dtype)  # the threshold has the weight dtype
-    return tf.where(tf.is_finite(old), decay * old + (1.0 - decay) * new, new)
+    return tf.where_v2(tf.is_finite(old), decay * old + (1.0 - decay) * new, new)
 
   def keep(scores, t, strict):
     # NaN scores rank above everything (see thresholds.py): always kept.
@@ -173,6 +173,11 @@ class Pruning(object):
   def sparsity(self):
     """The float32 scalar tensor of the current target sparsity."""
     return self._sparsity
+
+  @property
+  def global_step(self):
+    """The int64 scalar tensor of the step the schedule and updates follow."""
+    return self._global_step
 
   @property
   def last_update_step(self):
@@ -300,7 +305,7 @@ class Pruning(object):
             threshold, record.threshold.dtype.base_dtype)))
         mask = tf.cast(mask, record.mask.dtype.base_dtype)
         if target.frozen is not None:
-          mask = tf.where(target.frozen, record.mask.read_value(), mask)
+          mask = tf.where_v2(target.frozen, record.mask.read_value(), mask)
         ops.append(tf.assign(record.mask, mask))
     return ops
 

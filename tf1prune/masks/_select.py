@@ -12,9 +12,11 @@ The exact method keeps the `k = n - round(n * sparsity)` largest scores, and at
 least one when sparsity < 1. It finds the k-th largest score without sorting:
 the bit pattern of a non-negative IEEE float orders like the float itself, so a
 radix select over those bits (a 2**15-bin histogram of the high bits, then a
-2**16-bin histogram of the low bits of the few values in the boundary bin) gives
+2**16-bin histogram of the low bits of the values in the boundary bin) gives
 the exact threshold in a fixed number of O(n) passes. float64 scores take four
-passes, float16 and bfloat16 are widened to float32 first (exactly).
+levels, float16 and bfloat16 are widened to float32 first (exactly). The
+histograms use the raw `Bincount` op: `tf.math.bincount` adds a `reduce_max`
+pass over its input.
 
 Ties: weights whose score equals the threshold are kept in flat (row-major)
 order, the earliest first, until exactly k are kept. The order is total (score
@@ -43,7 +45,7 @@ def keep_count(size, sparsity):
   sparsity = tf.cast(sparsity, tf.float64)
   size64 = tf.cast(size, tf.float64)
   keep = size64 - tf.round(size64 * sparsity)
-  keep = tf.where(sparsity < 1.0, tf.maximum(keep, 1.0), 0.0 * keep)
+  keep = tf.where_v2(sparsity < 1.0, tf.maximum(keep, 1.0), 0.0 * keep)
   return tf.cast(keep, tf.int32)
 
 
@@ -59,11 +61,24 @@ def _as_ordered_bits(scores):
   return tf.bitcast(tf.cast(flat, tf.float32), tf.int32), (15, 16)
 
 
+def _bincount(keys, size):
+  """int32 counts of the int32 `keys` in [0, size); keys >= size are ignored.
+
+  The raw op: `tf.math.bincount` adds a full `reduce_max` pass over the keys.
+  Keys must be >= 0.
+  """
+  return tf.raw_ops.Bincount(arr=keys, size=size,
+                             weights=tf.zeros([0], tf.int32))
+
+
 def _radix_select(bits, k, widths):
   """Returns (t, n_equal, need) for the k-th largest of `bits` (1 <= k <= n).
 
   t is the k-th largest value, n_equal how many entries equal it, need how many
-  of those a top-k selection takes.
+  of those a top-k selection takes. The first level histograms every entry;
+  each later level only the entries of the boundary bin, gathered: a
+  `boolean_mask` of a compare costs less than a second histogram of every
+  entry (bench/performance_notes.md has the measurements).
   """
   dtype = bits.dtype
   prefix = tf.zeros([], dtype)
@@ -71,11 +86,10 @@ def _radix_select(bits, k, widths):
   shift = sum(widths)
   for level, width in enumerate(widths):
     shift -= width
-    digit = tf.bitwise.right_shift(candidates, shift)
+    digit = tf.bitwise.right_shift(candidates, tf.constant(shift, dtype))
     if level > 0:  # the first digit needs no mask: the sign bit is 0.
       digit = tf.bitwise.bitwise_and(digit, tf.constant((1 << width) - 1, dtype))
-    counts = tf.math.bincount(tf.cast(digit, tf.int32), minlength=1 << width,
-                              maxlength=1 << width)
+    counts = _bincount(tf.cast(digit, tf.int32), 1 << width)
     # at_least[d]: candidates whose digit is >= d (non-increasing in d).
     at_least = tf.cumsum(counts, reverse=True)
     chosen = tf.reduce_sum(tf.cast(at_least >= rank, tf.int32)) - 1
@@ -84,7 +98,8 @@ def _radix_select(bits, k, widths):
         prefix, tf.bitwise.left_shift(tf.cast(chosen, dtype),
                                       tf.constant(shift, dtype)))
     if level + 1 < len(widths):
-      candidates = tf.boolean_mask(candidates, tf.equal(digit, tf.cast(chosen, dtype)))
+      candidates = tf.boolean_mask(candidates,
+                                   tf.equal(digit, tf.cast(chosen, dtype)))
   return prefix, counts[chosen], rank
 
 
@@ -123,7 +138,7 @@ def magnitude_mask(scores, sparsity, name=None):
     keep = keep_count(tf.size(bits), sparsity)
     t_bits, n_equal, need = _radix_select(bits, tf.maximum(keep, 1), widths)
     # keep == 0: take no tie and nothing above the maximum, in the same pass.
-    need = tf.where(keep > 0, need, 0 * need)
+    need = tf.where_v2(keep > 0, need, 0 * need)
 
     def keep_ties_in_order():
       ties = tf.equal(bits, t_bits)
@@ -135,9 +150,9 @@ def magnitude_mask(scores, sparsity, name=None):
     mask = tf.reshape(tf.cast(flat, tf.float32), tf.shape(scores))
     float_dtype = tf.float64 if bits.dtype == tf.int64 else tf.float32
     threshold = tf.cast(tf.bitcast(t_bits, float_dtype), tf.float32)
-    threshold = tf.where(tf.logical_and(keep > 0,
-                                        tf.logical_not(tf.is_nan(threshold))),
-                         threshold, _INF)
+    threshold = tf.where_v2(tf.logical_and(keep > 0,
+                                           tf.logical_not(tf.is_nan(threshold))),
+                            threshold, _INF)
     return mask, threshold
 
 
@@ -153,7 +168,7 @@ def histogram_threshold(scores, sparsity, nbins):
   scores = tf.cast(tf.reshape(scores, [-1]), tf.float32)
   finite = tf.boolean_mask(scores, tf.is_finite(scores))
   top = tf.reduce_max(tf.concat([finite, [0.0]], 0))
-  value_range = tf.stack([0.0, tf.where(top > 0.0, top, 1.0)])
+  value_range = tf.stack([0.0, tf.where_v2(top > 0.0, top, 1.0)])
   counts = tf.histogram_fixed_width(finite, value_range, nbins=nbins)
   cdf = tf.cast(tf.cumsum(counts), tf.float32) / tf.cast(tf.size(scores),
                                                          tf.float32)
