@@ -1,4 +1,8 @@
-"""Test setup: graph mode, and a fresh default graph for every test.
+"""Test setup: graph mode, a fresh default graph for every test, slow tests.
+
+Tests marked `@pytest.mark.slow` (real networks at full input size, the whole
+deployment model set) run only with TF1PRUNE_FULL=1 (`bin/run_tests --full`):
+the default run, which CI does, keeps a quick subset of each such check.
 
 The Keras tests (tests/test_keras_*.py) need eager mode, which cannot be
 turned back on in a process that ran graph-mode tests: they run in their own
@@ -18,9 +22,25 @@ def _keras_only(args):
   return bool(names) and all(n.startswith('test_keras') for n in names)
 
 
+FULL = os.environ.get('TF1PRUNE_FULL') == '1'
+
+
 def pytest_configure(config):
+  config.addinivalue_line(
+      'markers', 'slow: minutes or GBs; runs only with TF1PRUNE_FULL=1')
   if not _keras_only(config.args):
     tf.disable_eager_execution()
+
+
+def pytest_collection_modifyitems(config, items):
+  del config  # unused
+  if FULL:
+    return
+  skip = pytest.mark.skip(reason='slow: set TF1PRUNE_FULL=1 (bin/run_tests '
+                          '--full) to run it')
+  for item in items:
+    if 'slow' in item.keywords:
+      item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

@@ -87,7 +87,12 @@ def test_bad_flags_exit_2_with_one_line(argv, message, capsys):
   assert capsys.readouterr().err == 'check_deploy: error: %s\n' % message
 
 
-@pytest.mark.parametrize('model', sorted(MODELS))
+_QUICK_MODELS = ('cnn_filter_shrunk', 'resnet_coupled_shrunk')
+
+
+@pytest.mark.parametrize('model', [
+    m if m in _QUICK_MODELS else pytest.param(m, marks=pytest.mark.slow)
+    for m in sorted(MODELS)])
 def test_this_stacks_consumers_run_our_graphs_correctly(model, tmp_path):
   """This stack builds the model and runs its session and TFLite converter:
   each is ok, or fails on the never-pruned control too (`limit`)."""

@@ -1,20 +1,17 @@
 """Real tf_slim nets pruned by coupled filter groups, stripped and shrunk.
 
-For resnet_v1_50, inception_v1 and vgg_16: masks at 50% by `coupled_filter`,
-a checkpoint, `tf1prune.strip_checkpoint`, `tf1prune.shrink_pb`; the shrunk
-graph must give the outputs of the stripped one, with FLOPs within 5% of the
-ideal for the mask. The ideal is measured, not taken from the shrink: a
-channel is dead when it is constant over the batch and every position of the
-stripped graph run on random images (a pruned filter gives a constant after
-its bias or batch norm); each layer ideally costs its FLOPs times its live
-input and output fractions.
+For resnet_v1_50, inception_v1 and vgg_16 (the last two slow: 224x224
+inputs): masks at 50% by `coupled_filter`, a checkpoint,
+`tf1prune.strip_checkpoint`, `tf1prune.shrink_pb`; the shrunk graph must give
+the outputs of the stripped one, with FLOPs within 5% of the ideal for the
+mask. The ideal is computed from the stripped graph, not taken from the
+shrink: a layer's output channel is dead when its filter is all zero, a
+residual add keeps a channel any member keeps, a concat joins; each layer
+ideally costs its FLOPs times its live input and output fractions.
 
-vgg_16 runs only with TF1PRUNE_LARGE_TESTS=1 (see its skip reason). Where the
-current shrink stops (batch norm, residual adds, concats: issue 13 point 3)
-the tests are expected failures, not strict.
-
-On TF 1.15 the nets are built with their slim arg scopes (batch norm); on TF
-2.x, where `tf_slim.batch_norm` cannot be built, without them (conv + bias).
+The nets are built with their slim arg scopes (batch norm): on TF 2.x, where
+`tf_slim.batch_norm` cannot be built, with `tf1prune.batch_norm` through
+`tf1prune.slim_compat.use_tf1prune_batch_norm()`.
 """
 
 import contextlib
@@ -27,9 +24,6 @@ import tensorflow.compat.v1 as tf
 import tf1prune
 
 TF1 = tf.__version__.startswith('1.')
-LARGE = os.environ.get('TF1PRUNE_LARGE_TESTS') == '1'
-SHRINK_STOPS = ('the shrink does not go through batch norm, residual adds and '
-                'concats yet (tf1prune/export/_shrink*.py, issue 13 point 3)')
 
 
 def _build(name):
@@ -46,10 +40,14 @@ def _build(name):
   }
   size, build, arg_scope = nets[name]
   images = tf.placeholder(tf.float32, [2, size, size, 3], name='images')
-  scope = (slim.arg_scope(arg_scope()) if TF1 and arg_scope is not None
-           else contextlib.nullcontext())
-  with scope, tf1prune.pruning_scope():
-    logits = build(images)
+  # On TF 2.x tf_slim's batch_norm cannot be built: tf1prune's stands in.
+  compat = (contextlib.nullcontext() if TF1
+            else tf1prune.slim_compat.use_tf1prune_batch_norm())
+  with compat:
+    scope = (slim.arg_scope(arg_scope()) if arg_scope is not None
+             else contextlib.nullcontext())
+    with scope, tf1prune.pruning_scope():
+      logits = build(images)
   return images, logits
 
 
@@ -91,28 +89,58 @@ def _graph(path):
   return graph
 
 
-def _dead_channels(values):
-  """Channels of an NHWC / NC value constant over all other axes."""
-  flat = values.reshape(-1, values.shape[-1])
-  return np.all(flat == flat[:1], axis=0)
+_PASS = ('BiasAdd', 'Relu', 'Relu6', 'FusedBatchNorm', 'FusedBatchNormV2',
+         'FusedBatchNormV3', 'Pad', 'PadV2', 'MaxPool', 'AvgPool', 'Identity',
+         'Mean', 'Squeeze', 'Mul', 'Sub', 'Rsqrt')
 
 
-def _ideal_flops(graph, report, feed):
-  """The FLOPs of the report's layers with every dead channel removed."""
-  nodes = [graph.get_operation_by_name(l.name) for l in report.layers]
+def _weight(op):
+  tensor = op.inputs[1]
+  while tensor.op.type == 'Identity':
+    tensor = tensor.op.inputs[0]
+  return tf.make_ndarray(tensor.op.get_attr('value'))
 
-  def source(op):
-    x = op.inputs[0]
-    return x.op.inputs[0] if x.op.type in ('Pad', 'PadV2', 'MirrorPad') else x
 
-  tensors = [source(op) for op in nodes] + [op.outputs[0] for op in nodes]
-  with tf.Session(graph=graph) as sess:
-    values = sess.run(tensors, feed)
-  inputs, outputs = values[:len(nodes)], values[len(nodes):]
+def _live(tensor, layers, memo):
+  """bool per channel of `tensor`: carries something the mask kept.
+
+  A layer's output channel is live when its filter is not all zero; adds keep
+  what any input keeps, concats join, everything else passes its data input
+  through. Dead channels are what an ideal shrink removes for this mask.
+  """
+  if tensor.name in memo:
+    return memo[tensor.name]
+  op = tensor.op
+  width = tensor.get_shape().as_list()[-1]
+  if op.name in layers and op.type in ('Conv2D', 'MatMul'):
+    w = _weight(op)
+    live = np.any(w.reshape(-1, w.shape[-1]) != 0, axis=0)
+  elif op.type in ('Add', 'AddV2'):
+    parts = [_live(t, layers, memo) for t in op.inputs]
+    parts = [p for p in parts if len(p) == width]
+    live = np.logical_or.reduce(parts) if parts else np.ones(width, bool)
+  elif op.type == 'ConcatV2':
+    live = np.concatenate([_live(t, layers, memo) for t in op.inputs[:-1]])
+  elif op.type == 'Reshape':
+    inner = _live(op.inputs[0], layers, memo)
+    live = np.tile(inner, width // len(inner))
+  elif op.type in _PASS:
+    live = _live(op.inputs[0], layers, memo)
+  else:
+    live = np.ones(width, bool)
+  memo[tensor.name] = live
+  return live
+
+
+def _ideal_flops(graph, report):
+  """The FLOPs of the report's layers without the channels the mask killed."""
+  layers = {l.name for l in report.layers}
+  memo = {}
   total = 0.0
-  for layer, x, y in zip(report.layers, inputs, outputs):
-    live_in = 1.0 - _dead_channels(x).mean()
-    live_out = 1.0 - _dead_channels(y).mean()
+  for layer in report.layers:
+    op = graph.get_operation_by_name(layer.name)
+    live_in = _live(op.inputs[0], layers, memo).mean()
+    live_out = _live(op.outputs[0], layers, memo).mean()
     total += layer.flops_before * live_in * live_out
   return total
 
@@ -123,14 +151,11 @@ def _run(graph, feed, output):
 
 
 @pytest.mark.parametrize('name', [
-    pytest.param('resnet_v1_50', marks=pytest.mark.xfail(
-        strict=False, reason=SHRINK_STOPS)),
-    pytest.param('inception_v1', marks=pytest.mark.xfail(
-        strict=False, reason=SHRINK_STOPS)),
-    pytest.param('vgg_16', marks=pytest.mark.skipif(
-        not LARGE, reason='vgg_16 of tf_slim 1.1.0 needs 224x224 inputs (fc6 '
-        'is a VALID 7x7 conv on pool5) and has 138M parameters: ~10 GB and '
-        'minutes; set TF1PRUNE_LARGE_TESTS=1 to run it'))])
+    'resnet_v1_50',
+    # tf_slim 1.1.0's inception_v1 and vgg_16 need 224x224 inputs (a VALID
+    # 7x7 pool / fc6 conv); vgg_16 has 138M parameters: minutes and GBs.
+    pytest.param('inception_v1', marks=pytest.mark.slow),
+    pytest.param('vgg_16', marks=pytest.mark.slow)])
 def test_coupled_pruned_net_shrinks_to_the_ideal_flops_with_equal_outputs(
     name, tmp_path):
   images, output, num_groups = _prune_and_save(name, str(tmp_path))
@@ -147,7 +172,7 @@ def test_coupled_pruned_net_shrinks_to_the_ideal_flops_with_equal_outputs(
   got = _run(_graph(small), feed, output)
   scale = np.abs(expected).max()
   np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * scale)
-  ideal = _ideal_flops(big_graph, report, feed)
+  ideal = _ideal_flops(big_graph, report)
   assert report.flops_after < 0.75 * report.flops_before
   assert abs(report.flops_after - ideal) <= 0.05 * ideal, (
       'FLOPs after %d, ideal %d; stops: %s' % (

@@ -98,6 +98,7 @@ def test_resnet_v1_50_shrinks_through_fused_batch_norm_adds_and_pads():
   assert len(report.layers) == 54
 
 
+@pytest.mark.slow
 def test_resnet_v1_50_with_unfused_batch_norm_shrinks_the_same():
   from tf_slim.nets import resnet_v1
   import tf_slim as slim
@@ -112,6 +113,7 @@ def test_resnet_v1_50_with_unfused_batch_norm_shrinks_the_same():
   _check(frozen, feed)
 
 
+@pytest.mark.slow
 def test_inception_v1_shrinks_through_concats():
   from tf_slim.nets import inception_v1
   import tf_slim as slim
@@ -125,6 +127,7 @@ def test_inception_v1_shrinks_through_concats():
   _check(frozen, feed)
 
 
+@pytest.mark.slow
 def test_vgg_16_shrinks():
   from tf_slim.nets import vgg
   import tf_slim as slim
