@@ -1,0 +1,128 @@
+"""Benchmark: tf_slim resnet_v1_50, coupled filter groups at 50%, shrunk.
+
+    python -m bench.shrink_resnet --quick
+
+Builds `tf_slim.nets.resnet_v1.resnet_v1_50` (1000 classes, batch norm; on TF
+2.x with `tf1prune.slim_compat.use_tf1prune_batch_norm()`) under
+`tf1prune.pruning_scope()`, prunes every conv but the logits by
+`coupled_filter` at 50% with random weights and batch-norm statistics, strips
+the checkpoint and shrinks it. Reports the groups found, the shrink's
+parameter and FLOPs ratios, the outputs' largest difference, and the latency
+of the shrunk graph against the unshrunk one at batch 1 and 32, both timed in
+this process, interleaved, one intra-op thread each (paired ratios: both
+sides of one ratio saw about the same load).
+Results: bench/results/shrink_resnet.json (`--quick`: 64x64 input, batch 1
+and 2, written to shrink_resnet_quick.json).
+"""
+
+import argparse
+import contextlib
+import os
+import tempfile
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+import tf1prune
+from bench._paired import interleaved_samples, load_average, medians, paired_ratio
+from bench._timing import write_results
+
+
+def _build(size):
+  import tf_slim as slim  # pylint: disable=g-import-not-at-top
+  from tf_slim.nets import resnet_v1  # pylint: disable=g-import-not-at-top
+  images = tf.placeholder(tf.float32, [None, size, size, 3], name='images')
+  compat = (contextlib.nullcontext() if tf.__version__.startswith('1.')
+            else tf1prune.slim_compat.use_tf1prune_batch_norm())
+  with compat, slim.arg_scope(resnet_v1.resnet_arg_scope()):
+    with tf1prune.pruning_scope():
+      logits, _ = resnet_v1.resnet_v1_50(images, 1000, is_training=False)
+  return logits.op.name
+
+
+def _prune(size, directory):
+  """Checkpoints the pruned net; returns (output name, groups text)."""
+  with tf.Graph().as_default():
+    tf.set_random_seed(0)
+    output = _build(size)
+    step = tf.train.get_or_create_global_step()
+    pruning = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+        'target_sparsity=0.5,sparsity_function_end_step=1,'
+        'granularity_map=[.*:coupled_filter],do_not_prune=[logits]'))
+    update = pruning.mask_update_op()
+    groups = pruning.coupled_groups()
+    rs = np.random.RandomState(0)
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      for var in tf.global_variables():
+        base = var.op.name.rsplit('/', 1)[-1]
+        shape = var.get_shape().as_list()
+        if base in ('beta', 'moving_mean'):
+          var.load(rs.normal(0, 0.1, shape).astype(np.float32), sess)
+        elif base in ('gamma', 'moving_variance'):
+          var.load(rs.uniform(0.5, 1.5, shape).astype(np.float32), sess)
+      sess.run(tf.assign(step, 1))
+      sess.run(update)
+      tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'),
+                            global_step=step)
+  return output, len(groups)
+
+
+def _session(path):
+  graph_def = tf.GraphDef()
+  with open(path, 'rb') as f:
+    graph_def.ParseFromString(f.read())
+  graph = tf.Graph()
+  with graph.as_default():
+    tf.import_graph_def(graph_def, name='')
+  config = tf.ConfigProto(intra_op_parallelism_threads=1,
+                          inter_op_parallelism_threads=1)
+  return tf.Session(graph=graph, config=config)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--quick', action='store_true')
+  parser.add_argument('--repeats', type=int, default=None)
+  args = parser.parse_args(argv)
+  tf.disable_eager_execution()
+  size, batches = (64, (1, 2)) if args.quick else (224, (1, 32))
+  repeats = args.repeats or (3 if args.quick else 7)
+  work = tempfile.mkdtemp(prefix='shrink_resnet_')
+  output, num_groups = _prune(size, work)
+  stripped = os.path.join(work, 'stripped.pb')
+  small = os.path.join(work, 'shrunk.pb')
+  tf1prune.strip_checkpoint(work, [output], stripped)
+  report = tf1prune.shrink_pb(stripped, [output], small)
+  result = dict(tf_version=tf.__version__, size=size, coupled_groups=num_groups,
+                params_ratio=report.params_after / report.params_before,
+                flops_ratio=report.flops_after / report.flops_before,
+                stops=[str(s) for s in report.stops], latency={})
+  big, little = _session(stripped), _session(small)
+  rs = np.random.RandomState(1)
+  for batch in batches:
+    feed = {'images:0': rs.uniform(0, 1, [batch, size, size, 3]).astype(
+        np.float32)}
+    want = big.run(output + ':0', feed)
+    got = little.run(output + ':0', feed)
+    load = load_average()
+    samples = interleaved_samples(
+        {'unshrunk': lambda f=feed: big.run(output + ':0', f),
+         'shrunk': lambda f=feed: little.run(output + ':0', f)}, repeats)
+    result['latency'][str(batch)] = dict(
+        ratio=paired_ratio(samples, 'shrunk', 'unshrunk'),
+        medians_s=medians(samples), samples_s=samples, load_before=load,
+        load_after=load_average(),
+        max_diff=float(np.abs(got - want).max() / np.abs(want).max()))
+    print('batch %d: shrunk/unshrunk latency %.3f (FLOPs %.3f), max diff %.1e'
+          % (batch, result['latency'][str(batch)]['ratio'],
+             result['flops_ratio'], result['latency'][str(batch)]['max_diff']))
+  print('resnet_v1_50 at %dx%d: %d coupled groups, params x%.3f, FLOPs x%.3f, '
+        '%d stops' % (size, size, num_groups, result['params_ratio'],
+                      result['flops_ratio'], len(report.stops)))
+  write_results('shrink_resnet_quick' if args.quick else 'shrink_resnet',
+                result)
+
+
+if __name__ == '__main__':
+  main()
