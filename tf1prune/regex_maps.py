@@ -25,7 +25,23 @@ def _compile(hparam, entry, pattern, problem):
     raise ValueError(problem % (hparam, entry, e))
 
 
-class RegexList(object):
+class _ByValue(object):
+  """Equal, and hashed alike, when of one class with equal `_key()`s."""
+
+  def _key(self):
+    raise NotImplementedError
+
+  def __eq__(self, other):
+    return type(other) is type(self) and other._key() == self._key()
+
+  def __ne__(self, other):
+    return not self == other
+
+  def __hash__(self):
+    return hash(self._key())
+
+
+class RegexList(_ByValue):
   """An ordered list of compiled regexes ('' entries skipped).
 
   Args:
@@ -65,20 +81,11 @@ class RegexList(object):
   def _key(self):
     return self._hparam, tuple(self.patterns)
 
-  def __eq__(self, other):
-    return type(other) is type(self) and other._key() == self._key()
-
-  def __ne__(self, other):
-    return not self == other
-
-  def __hash__(self):
-    return hash(self._key())
-
   def __repr__(self):
     return 'RegexList(%r, %r)' % self._key()
 
 
-class RegexMap(object):
+class RegexMap(_ByValue):
   """An ordered list of (compiled regex, converted value) pairs.
 
   Args:
@@ -133,15 +140,6 @@ class RegexMap(object):
 
   def _key(self):
     return self._hparam, tuple((r.pattern, v) for r, v in self._pairs)
-
-  def __eq__(self, other):
-    return type(other) is type(self) and other._key() == self._key()
-
-  def __ne__(self, other):
-    return not self == other
-
-  def __hash__(self):
-    return hash(self._key())
 
   def __repr__(self):
     return 'RegexMap(%r, %r)' % self._key()

@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export._shrink_graph import attr_ints, split_input
-from tf1prune.export._shrink_region import channel_const, const_ints
+from tf1prune.export._shrink_region import channel_const
 from tf1prune.export._shrink_report import ShrinkStop
 from tf1prune.export._shrink_border import conv_map
 from tf1prune.export._shrink_channels import append_channels, extra_channels
@@ -162,8 +162,8 @@ def _padded_ones(g, layer, pattern):
   if node is None or node.op not in ('Pad', 'PadV2') or \
       split_input(layer.node.input[0])[1] != 0:
     return None
-  pads = const_ints(g, node.input[1])
-  fill = const_ints(g, node.input[2]) if node.op == 'PadV2' else np.zeros(1)
+  pads = g.const_behind(node.input[1])
+  fill = g.const_behind(node.input[2]) if node.op == 'PadV2' else np.zeros(1)
   size = spatial_size(g, split_input(node.input[0])[0])
   if pads is None or fill is None or size is None or pads.shape != (4, 2) \
       or np.any(pads[[0, 3]]) or np.any(fill):

@@ -87,6 +87,19 @@ class FrozenGraph(GraphIndex):
           tf.make_ndarray(self.nodes[const].attr['value'].tensor))
     return self.values[const]
 
+  def const_behind(self, name):
+    """The value of the Const that input `name` reads (through Identity and
+    Snapshot nodes), or None if it reads anything else."""
+    source, port = split_input(name)
+    while source in self.nodes and port == 0:
+      node = self.nodes[source]
+      if node.op == 'Const':
+        return self.value(source)
+      if node.op not in ('Identity', 'Snapshot'):
+        return None
+      source, port = split_input(node.input[0])
+    return None
+
   def set_value(self, const, array):
     self.values[const] = array
     self.changed.add(const)

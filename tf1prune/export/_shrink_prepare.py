@@ -180,18 +180,6 @@ def fold_constants(graph_def, outputs):
   return len(targets)
 
 
-def _const_value(g, name):
-  """Value of the Const behind `name` (through Identity nodes), or None."""
-  source, port = split_input(name)
-  while source in g.nodes and port == 0:
-    node = g.nodes[source]
-    if node.op == 'Const':
-      return g.value(source)
-    if node.op not in ('Identity', 'Snapshot'):
-      return None
-    source, port = split_input(node.input[0])
-  return None
-
 
 def _new_const(graph_def, name, value):
   node = const_node(name, tf.as_dtype(value.dtype).as_datatype_enum)
@@ -222,7 +210,7 @@ def _batch_norms_to_scale_and_offset(g):
     if training or attr_str(node, 'data_format', 'NHWC') != 'NHWC' or \
         any(port != 0 for _, _, port in users):
       continue
-    stats = [_const_value(g, node.input[i]) for i in range(1, 5)]
+    stats = [g.const_behind(node.input[i]) for i in range(1, 5)]
     if any(s is None for s in stats):
       continue
     epsilon = node.attr['epsilon'].f if 'epsilon' in node.attr else 1e-4

@@ -146,18 +146,6 @@ def _rank(g, name):
   return None if shape is None else len(shape)
 
 
-def const_ints(g, name):
-  """Values of the const behind input `name`, or None."""
-  source, port = split_input(name)
-  while source in g.nodes and port == 0:
-    node = g.nodes[source]
-    if node.op == 'Const':
-      return g.value(source)
-    if node.op not in ('Identity', 'Snapshot'):
-      return None
-    source, port = split_input(node.input[0])
-  return None
-
 
 def _binary(g, node, channels):
   op, consts = node.op, [_is_const(g, i) for i in node.input[:2]]
@@ -198,7 +186,7 @@ def reads_shape_only(g, node):
   if any(node.attr[k].i & 8 for k in ('begin_mask', 'end_mask')
          if k in node.attr):
     return False
-  ends = [const_ints(g, i) for i in node.input[1:]]
+  ends = [g.const_behind(i) for i in node.input[1:]]
   if any(e is None or np.shape(e) != (4,) for e in ends):
     return False
   return [int(e[3]) for e in ends] == [0, 1, 1]
@@ -223,15 +211,15 @@ def classify(g, node):
       return None, 'only NHWC pooling is shrunk'
     return Op('pool', node, [0], name, None, None), None
   if op in ('Pad', 'PadV2'):
-    pads = const_ints(g, node.input[1])
-    fill = const_ints(g, node.input[2]) if op == 'PadV2' else np.zeros(())
+    pads = g.const_behind(node.input[1])
+    fill = g.const_behind(node.input[2]) if op == 'PadV2' else np.zeros(())
     if pads is None or fill is None or pads.shape != (4, 2) or \
         np.any(pads[[0, 3]]) or fill.size != 1:
       return None, 'only a constant Pad of the height and width is shrunk'
     return Op('pad', node, [0], name, None, (pads[1:3].tolist(),
                                              float(fill.reshape(-1)[0]))), None
   if op == 'Mean':
-    axes = const_ints(g, node.input[1])
+    axes = g.const_behind(node.input[1])
     keep = node.attr['keep_dims'].b if 'keep_dims' in node.attr else False
     source_rank = _rank(g, split_input(node.input[0])[0])
     if axes is None or source_rank != 4 or \
@@ -245,7 +233,7 @@ def classify(g, node):
     return Op('squeeze', node, [0], name, None, None), None
   if op == 'ConcatV2':
     count = node.attr['N'].i
-    axis = const_ints(g, node.input[count])
+    axis = g.const_behind(node.input[count])
     if axis is None or int(axis) % rank != rank - 1:
       return None, 'concat not on the channel axis mixes channels'
     return Op('concat', node, list(range(count)), name, None, None), None
