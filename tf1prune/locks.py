@@ -223,8 +223,8 @@ def lock(x, index=None, mask=None, value='current', scope=''):
   tensor = x if isinstance(x, tf.Tensor) else x.value()
   # Named after x (conv1/weights -> <name scope>/weights/locked_weight), so
   # regexes of weight_sparsity_map still match apply_mask(lock(w)).
-  effective = tf.where(locked, read, tensor,
-                       name=name.rpartition('/')[2] + '/' + LOCKED_WEIGHT_NAME)
+  effective = tf.where_v2(locked, read, tensor,
+                          name=name.rpartition('/')[2] + '/' + LOCKED_WEIGHT_NAME)
   _add_record(name, locked, stored, captured, tensor, effective)
   return effective
 
@@ -329,7 +329,7 @@ def bake_masks_op(include_locks=True, graph=None):
 
   def pin(value, tensor_name):
     for l in by_input.get(tensor_name, []):
-      value = tf.where(l.locked, l.value.read_value(), value)
+      value = tf.where_v2(l.locked, l.value.read_value(), value)
     return value
 
   ops, baked = [], set()
@@ -341,7 +341,7 @@ def bake_masks_op(include_locks=True, graph=None):
     with tf.name_scope(var.op.name + '_bake'):
       value = var.read_value()
       if inner is not None:
-        value = tf.where(inner.locked, inner.value.read_value(), value)
+        value = tf.where_v2(inner.locked, inner.value.read_value(), value)
       value = pin(record.mask.read_value() * value, record.masked_weight.name)
       ops.append(tf.assign(var, value))
     baked.add(var.op.name)

@@ -176,9 +176,8 @@ class CoupledUnits(Granularity):
         scores /= np.maximum(np.bincount(ids, minlength=self.num_units),
                              1).astype(np.float64)
     if self.keep_units is not None:
-      scores = tf.where(self.keep_units, tf.fill([self.num_units],
-                                                 np.float64(np.inf)),
-                        scores)
+      scores = tf.where_v2(self.keep_units,
+                           tf.fill([self.num_units], np.float64(np.inf)), scores)
     return scores
 
   def _sparsity_of(self, keep):

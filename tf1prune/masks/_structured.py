@@ -277,8 +277,8 @@ class NM(Granularity):
           'a multiple of %d; use another granularity for this weight' %
           (self.n, self.m, weight.op.name, shape, self.m, shape[-2], self.m))
     magnitudes = tf.abs(tf.cast(weight, _score_dtype(weight.dtype)))
-    magnitudes = tf.where(tf.is_nan(magnitudes),
-                          tf.ones_like(magnitudes) * np.inf, magnitudes)
+    magnitudes = tf.where_v2(tf.is_nan(magnitudes),
+                             tf.ones_like(magnitudes) * np.inf, magnitudes)
     groups, perm = _to_groups(magnitudes, self.m)
     row, col = groups[:, :, None], groups[:, None, :]   # entry i vs entry j
     earlier = np.tril(np.ones([self.m, self.m], bool), -1)   # j < i
@@ -295,8 +295,9 @@ class NM(Granularity):
       frozen = tf.cast(tf.reduce_all(kept <= self.n), tf.float32)
       new = frozen * previous + (1.0 - frozen) * new
     mask = _from_groups(new, perm, shape)
-    kept_magnitudes = tf.where(mask > 0, tf.cast(tf.abs(weight), tf.float32),
-                               tf.ones_like(mask) * np.inf)
+    kept_magnitudes = tf.where_v2(mask > 0,
+                                  tf.cast(tf.abs(weight), tf.float32),
+                                  tf.ones_like(mask) * np.inf)
     return mask, tf.reduce_min(kept_magnitudes)
 
   def __repr__(self):
