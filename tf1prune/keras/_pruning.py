@@ -33,20 +33,17 @@ so they stay pruned. Locked entries keep their mask value, as in graph mode.
 
 import collections
 import os
-import re
 
 import numpy as np
 import tensorflow as tf
 
 from tf1prune import schedule
-from tf1prune.hparams import HParams, get_pruning_hparams, validate_hparams
+from tf1prune.hparams import HParams, get_pruning_hparams
 from tf1prune.keras import _pin, _version
 from tf1prune.keras._locks import resolve_layer
 from tf1prune.masks import _global as global_pruning
-from tf1prune.masks._granularity import Block, Element
-from tf1prune.masks._structured import parse_granularity
-from tf1prune.pruning import _block_dims, _selector, _sparsity_value
-from tf1prune.regex_maps import RegexMap
+from tf1prune.pruning import _selector
+from tf1prune.spec import PruningSpec
 
 __all__ = ['DEFAULT_WEIGHTS', 'Pruner', 'PruningCallback']
 
@@ -88,21 +85,12 @@ class Pruner(object):
     _version.keras_of(model)
     self.model = model
     self.spec = _hparams(hparams)
-    validate_hparams(self.spec)
-    self._weight_sparsity = RegexMap('weight_sparsity_map',
-                                     self.spec.weight_sparsity_map,
-                                     _sparsity_value)
-    self._block_dims = RegexMap('block_dims_map', self.spec.block_dims_map,
-                                _block_dims)
-    self._granularity = RegexMap('granularity_map', self.spec.granularity_map,
-                                 parse_granularity)
-    self._global_groups = global_pruning.parse_groups(
-        self.spec.global_pruning_groups)
-    skip = [re.compile(r) for r in self.spec.do_not_prune if r]
+    # Parsed and validated once, as the graph API does (tf1prune.spec).
+    self._parsed = PruningSpec.from_hparams(self.spec)
     self._records = []
     for layer, name in self._targets(weights):
       full = '%s/%s' % (layer.name, name)
-      if any(r.search(full) for r in skip):
+      if not self._parsed.is_pruned(full):
         continue
       variable = _pin.weight_of(layer, name)
       self._records.append(_Record(full, layer, name, variable,
@@ -150,7 +138,7 @@ class Pruner(object):
         hp.sparsity_function_exponent)
 
   def _sparsity_for(self, name, step, sparsity):
-    target = self._weight_sparsity.lookup(name)
+    target = self._parsed.weight_sparsity_map.lookup(name)
     if sparsity is not None:
       if target is None:
         return float(sparsity)
@@ -158,19 +146,6 @@ class Pruner(object):
                if self.spec.target_sparsity else 0.0)
       return min(float(sparsity) * scale, 1.0)
     return self.sparsity_at(step, target)
-
-  def _granularity_for(self, name, current_mask=None):
-    hp = self.spec
-    structured = self._granularity.lookup(name)
-    if structured is not None:
-      if self._block_dims.lookup(name) is not None:
-        raise ValueError('weight %s is in both granularity_map and '
-                         'block_dims_map; keep it in one of them' % name)
-      return structured.build(hp.group_importance, current_mask)
-    dims = self._block_dims.lookup(name, (hp.block_height, hp.block_width))
-    if tuple(dims) == (1, 1):
-      return Element()
-    return Block(dims[0], dims[1], hp.block_pooling_function)
 
   def update(self, sparsity=None, step=None):
     """Recomputes every mask now and zeroes the pruned entries.
@@ -191,7 +166,7 @@ class Pruner(object):
     by_name = {r.name: r for r in records}
 
     def granularity_for(name):
-      return self._granularity_for(
+      return self._parsed.granularity(
           name, tf.constant(by_name[name].pin.mask, tf.float32))
 
     def select_for(record):
@@ -199,9 +174,8 @@ class Pruner(object):
 
     group_sparsity = (self.sparsity_at(step) if sparsity is None
                       else float(sparsity))
-    grouped = global_pruning.group_masks(
-        self._global_groups, records, granularity_for, group_sparsity,
-        select_for, lambda name: self._weight_sparsity.lookup(name) is not None)
+    grouped = self._group_masks(records, granularity_for, group_sparsity,
+                                select_for)
     for record in records:
       if record.name in grouped:
         mask, threshold = grouped[record.name]
@@ -216,6 +190,21 @@ class Pruner(object):
       self.thresholds[record.name] = np.float32(threshold)
     self.last_update_step = step
     return dict(self.thresholds)
+
+  def _group_masks(self, records, granularity_for, sparsity, select_for):
+    """{name: (mask, threshold)} of the weights in global_pruning_groups."""
+    groups = {}
+    for record in records:
+      pattern = self._parsed.group(record.name)
+      if pattern is not None:
+        groups.setdefault(pattern, []).append(record)
+    grouped = {}
+    for members in groups.values():
+      masks = global_pruning.global_masks(
+          [(r.weight, granularity_for(r.name)) for r in members], sparsity,
+          select_for(members[0]))
+      grouped.update(zip([r.name for r in members], masks))
+    return grouped
 
   def is_pruning_step(self, step):
     """The predicate of `conditional_mask_update_op` at `step`."""
