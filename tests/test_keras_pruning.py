@@ -104,6 +104,20 @@ def test_weight_sparsity_map_and_do_not_prune_use_layer_slash_weight_names():
   assert np.count_nonzero(model.layers[1].kernel.numpy()) == 15
 
 
+def test_global_pruning_groups_rank_two_layers_together():
+  # Layer a holds 1..8, layer b 9..16: at 0.5 over the group the 8 smallest
+  # of all 16 go, which are all of a's (per layer, each would keep half).
+  model = K.Sequential([K.Input((2,)),
+                        K.layers.Dense(4, use_bias=False, name='a'),
+                        K.layers.Dense(2, use_bias=False, name='b')])
+  model.get_layer('a').kernel.assign(np.arange(1., 9.).reshape(2, 4))
+  model.get_layer('b').kernel.assign(np.arange(9., 17.).reshape(4, 2))
+  tk.Pruner(model, 'global_pruning_groups=[.*kernel]').update(sparsity=0.5)
+  assert not model.get_layer('a').kernel.numpy().any()
+  np.testing.assert_array_equal(model.get_layer('b').kernel.numpy(),
+                                np.arange(9., 17.).reshape(4, 2))
+
+
 def test_step_follows_the_graph_predicate_and_schedule():
   model = _dense(np.arange(1., 101.).reshape(10, 10))
   pruner = tk.Pruner(model, 'begin_pruning_step=5,end_pruning_step=40,'
