@@ -8,8 +8,9 @@
     ...   out.shape.as_list(), [m.op.name for m in tf1prune.get_masks()]
     ([2, 5, 8], ['rnn/multi_rnn_cell/cell_0/masked_basic_lstm_cell/mask', 'rnn/multi_rnn_cell/cell_1/masked_basic_lstm_cell/mask'])
 
-`tf.compat.v1.nn.rnn_cell.MultiRNNCell`, `DropoutWrapper` and
-`ResidualWrapper` are Keras layers and raise under Keras 3 (TF 2.16+). These
+TF1's `MultiRNNCell`, `DropoutWrapper` and `ResidualWrapper` (of the
+compat.v1 `rnn_cell` module) are Keras layers and raise under Keras 3 (TF
+2.16+). These
 are plain objects with the RNNCell protocol (`state_size`, `output_size`,
 `zero_state`, `__call__`), built on `tf.nn` and `get_variable` only, with the
 variable names and op names of TF1's: the cells of a `MultiRNNCell` live in
