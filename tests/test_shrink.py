@@ -1,32 +1,19 @@
 """shrink_graph_def: smaller frozen graphs with the same outputs."""
 
 import os
-import subprocess
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from graph_support import const as _const, consts as _consts, run as _run, run_in
 import tf1prune
 from tf1prune.export import _graph_io as graph_io
 from tf1prune.export._shrink import shrink_graph_def
 from tf1prune.export._shrink_border import constant_response, conv_pads
 
 
-def _const(value):
-  return tf.constant(np.asarray(value, np.float32))
 
-
-def _run(graph_def, feed, output='y:0'):
-  with tf.Graph().as_default():
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session() as sess:
-      return sess.run(output, {'x:0': feed})
-
-
-def _consts(graph_def):
-  return {n.name: tf.make_ndarray(n.attr['value'].tensor)
-          for n in graph_def.node if n.op == 'Const'}
 
 
 def _check_same_outputs(graph_def, feed, outputs=('y',), **kwargs):
@@ -410,23 +397,8 @@ def test_shrunk_graph_written_under_this_tf_runs_under_the_other(
   stripped, feed = _pruned_stripped_graph('conv.*:kernel,fc3:filter')
   small, _ = shrink_graph_def(stripped, ['y'])
   graph_io.strip_default_attrs(small, graph_io.op_defs(small))
-  path = str(tmp_path / 'shrunk.pb')
-  with open(path, 'wb') as f:
-    f.write(small.SerializeToString())
-  np.save(str(tmp_path / 'x.npy'), feed)
-  script = (
-      'import sys, numpy as np, tensorflow.compat.v1 as tf\n'
-      'tf.disable_eager_execution()\n'
-      'g = tf.GraphDef()\n'
-      'g.ParseFromString(open(sys.argv[1], "rb").read())\n'
-      'tf.import_graph_def(g, name="")\n'
-      'with tf.Session() as s:\n'
-      '  np.save(sys.argv[3], s.run("y:0", {"x:0": np.load(sys.argv[2])}))\n')
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  subprocess.check_call([other_python, '-c', script, path,
-                         str(tmp_path / 'x.npy'), str(tmp_path / 'y.npy')],
-                        env=env)
-  np.testing.assert_allclose(np.load(str(tmp_path / 'y.npy')),
+  other = run_in(other_python, small, feed, str(tmp_path))
+  np.testing.assert_allclose(other,
                              _run(stripped, feed), rtol=1e-5, atol=1e-5)
 
 

@@ -3,23 +3,11 @@
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from graph_support import const as _const, consts as _consts, run as _run
 from tf1prune.export._shrink import shrink_graph_def
 
 
-def _const(value):
-  return tf.constant(np.asarray(value, np.float32))
 
-
-def _run(graph_def, feed, output='y:0'):
-  with tf.Graph().as_default():
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session() as sess:
-      return sess.run(output, {'x:0': feed})
-
-
-def _consts(graph_def):
-  return {n.name: tf.make_ndarray(n.attr['value'].tensor)
-          for n in graph_def.node if n.op == 'Const'}
 
 
 def _depthwise_net(rs, outputs, kernel):

@@ -1,26 +1,16 @@
 """shrink_graph_def through batch norm, residual adds, concat, depthwise, Pad."""
 
-import os
-import subprocess
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from graph_support import const as _const, run as _run, run_in
 from tf1prune.export import _graph_io as graph_io
 from tf1prune.export._shrink import shrink_graph_def
 from tf1prune.export._shrink_prepare import fold_constants
 
 
-def _const(value):
-  return tf.constant(np.asarray(value, np.float32))
-
-
-def _run(graph_def, feed, output='y:0'):
-  with tf.Graph().as_default():
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session() as sess:
-      return sess.run(output, {'x:0': feed})
 
 
 def _shrink_same_outputs(feed, **kwargs):
@@ -238,24 +228,9 @@ def test_residual_graph_shrunk_here_runs_under_the_other_tf(tmp_path,
   feed = _residual(np.random.RandomState(2), [1, 4, 6], [1, 4, 6])
   graph_def = tf.get_default_graph().as_graph_def()
   small, _ = shrink_graph_def(graph_def, ['y'])
-  path = str(tmp_path / 'shrunk.pb')
-  with open(path, 'wb') as f:
-    f.write(small.SerializeToString())
-  np.save(str(tmp_path / 'x.npy'), feed)
-  script = (
-      'import sys, numpy as np, tensorflow.compat.v1 as tf\n'
-      'tf.disable_eager_execution()\n'
-      'g = tf.GraphDef()\n'
-      'g.ParseFromString(open(sys.argv[1], "rb").read())\n'
-      'tf.import_graph_def(g, name="")\n'
-      'with tf.Session() as s:\n'
-      '  np.save(sys.argv[3], s.run("y:0", {"x:0": np.load(sys.argv[2])}))\n')
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  subprocess.check_call([other_python, '-c', script, path,
-                         str(tmp_path / 'x.npy'), str(tmp_path / 'y.npy')],
-                        env=env)
+  other = run_in(other_python, small, feed, str(tmp_path))
   expected = _run(graph_def, feed)
-  np.testing.assert_allclose(np.load(str(tmp_path / 'y.npy')), expected,
+  np.testing.assert_allclose(other, expected,
                              rtol=0, atol=1e-5 * np.abs(expected).max())
 
 
