@@ -59,3 +59,19 @@ def write_results(name, payload):
     json.dump(dict(payload, **{'info': machine_info()}), f, indent=2, sort_keys=True)
   os.replace(tmp, path)
   return path
+
+
+def one_thread_session(graph_def):
+  """A session on `graph_def` (a GraphDef, or the path of a binary one) with
+  one intra-op and one inter-op thread: latencies compare like for like."""
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  if isinstance(graph_def, str):
+    path, graph_def = graph_def, tf.GraphDef()
+    with open(path, 'rb') as f:
+      graph_def.ParseFromString(f.read())
+  graph = tf.Graph()
+  with graph.as_default():
+    tf.import_graph_def(graph_def, name='')
+  config = tf.ConfigProto(intra_op_parallelism_threads=1,
+                          inter_op_parallelism_threads=1)
+  return tf.Session(graph=graph, config=config)

@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from bench._timing import write_results
+from bench._timing import one_thread_session, write_results
 
 PRUNED = 'conv1:filter,conv2:filter,local3:filter,local4:filter'
 
@@ -103,20 +103,13 @@ def _timings(candidates, repeats, inner):
           for name, v in samples.items()}
 
 
-def _session(graph_def):
-  graph = tf.Graph()
-  with graph.as_default():
-    tf.import_graph_def(graph_def, name='')
-  config = tf.ConfigProto(intra_op_parallelism_threads=1,
-                          inter_op_parallelism_threads=1)
-  return tf.Session(graph=graph, config=config)
-
 
 def measure(sparsity, batches, repeats, inner):
   """Times both graphs at `sparsity`; returns a dict for the results file."""
   stripped = frozen_pruned_graph(sparsity)
   shrunk, report = tf1prune.shrink_graph_def(stripped, ['logits'])
-  sessions = {'unshrunk': _session(stripped), 'shrunk': _session(shrunk)}
+  sessions = {'unshrunk': one_thread_session(stripped),
+              'shrunk': one_thread_session(shrunk)}
   rs = np.random.RandomState(0)
   out = {'sparsity': sparsity, 'report': report.to_dict(),
          'flops_ratio': report.to_dict()['totals']['flops_ratio'],

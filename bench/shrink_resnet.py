@@ -25,7 +25,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from bench._paired import interleaved_samples, load_average, medians, paired_ratio
-from bench._timing import write_results
+from bench._timing import one_thread_session, write_results
 
 
 def _build(size):
@@ -68,17 +68,6 @@ def _prune(size, directory):
   return output, len(groups)
 
 
-def _session(path):
-  graph_def = tf.GraphDef()
-  with open(path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
-  graph = tf.Graph()
-  with graph.as_default():
-    tf.import_graph_def(graph_def, name='')
-  config = tf.ConfigProto(intra_op_parallelism_threads=1,
-                          inter_op_parallelism_threads=1)
-  return tf.Session(graph=graph, config=config)
-
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -98,7 +87,7 @@ def main(argv=None):
                 params_ratio=report.params_after / report.params_before,
                 flops_ratio=report.flops_after / report.flops_before,
                 stops=[str(s) for s in report.stops], latency={})
-  big, little = _session(stripped), _session(small)
+  big, little = one_thread_session(stripped), one_thread_session(small)
   rs = np.random.RandomState(1)
   for batch in batches:
     feed = {'images:0': rs.uniform(0, 1, [batch, size, size, 3]).astype(
