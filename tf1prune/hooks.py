@@ -36,7 +36,7 @@ exactly as if it had never stopped (the update is a no-op when the checkpoint
 already holds it).
 
 Between-graph replication: pass the hook in `chief_only_hooks`, so that one
-process updates the masks; see the README section "Reliability".
+process updates the masks; see docs/reliability.md.
 
 Checkpoints for unpatched code: `PruningHook(pruning, bake_masks=True)` writes
 `mask * w` into every masked raw variable (and into its
