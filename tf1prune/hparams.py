@@ -172,7 +172,7 @@ def get_pruning_hparams():
   """Returns an `HParams` with every pruning hyperparameter at its default.
 
   The names, defaults and meanings are those of contrib's model_pruning (see
-  README.md, "Hyperparameters"). tf1prune adds `threshold_method`: 'exact'
+  docs/hparams.md). tf1prune adds `threshold_method`: 'exact'
   (default; the exact k-th largest magnitude) or 'histogram' (the old estimate
   from an `nbins`-bin histogram), the structured-pruning hparams
   (`granularity_map`, `group_importance`, `global_pruning_groups`) and those of
