@@ -22,10 +22,13 @@ N:M from `granularity_map`, see `tf1prune.masks`) groups the weight, and
 `select` picks the groups to keep by the threshold method (`threshold_method`,
 `threshold_decay`). Weights with the granularity `coupled_filter` are pruned
 per channel group instead: one computation over all the members of each
-`tf1prune.ChannelGroup` (`tf1prune._coupled_pruning` says which). What each weight gets is read from a
-`tf1prune.PruningSpec`, parsed once from the hparams; the sparsity comes from
-the spec's schedule, or from any `schedule(step) -> sparsity` callable given to
-`Pruning` (see `tf1prune.schedule`).
+`tf1prune.ChannelGroup` (`tf1prune._coupled_pruning` says which). What each
+weight gets, which weights are ranked together and on which steps masks are
+updated is decided by the `tf1prune.plan.PruningPlan` of the hparams (parsed
+once into a `tf1prune.PruningSpec`); `Pruning` executes it as tensors, with
+`tf1prune.plan_ops.compute_masks`, as the Keras `Pruner` does eagerly. The
+sparsity comes from the spec's schedule, or from any `schedule(step) ->
+sparsity` callable given to `Pruning` (see `tf1prune.schedule`).
 """
 
 import collections
