@@ -1,6 +1,6 @@
 """The old `tf1prune.graph_io` names, now in one module per concern.
 
-    >>> from tf1prune.export import _atomic, _graph_io
+    >>> from tf1prune.export import atomic as _atomic, _graph_io
     >>> _graph_io.write_atomically is _atomic.write_atomically
     True
 
@@ -12,10 +12,10 @@ serialization, byte counts), `_atomic` (atomic files).
 """
 
 # pylint: disable=unused-import
-from tf1prune.export._atomic import write_atomically
-from tf1prune.export._attrs import (attr_functions, graph_op_types, op_defs,
+from tf1prune.export.atomic import write_atomically
+from tf1prune.export.attrs import (attr_functions, graph_op_types, op_defs,
                                     strip_default_attrs)
 from tf1prune.export._checkpoint import checkpoint_prefix, read_meta_graph
-from tf1prune.export._names import split_input
-from tf1prune.export._stream import (GZIP_LEVEL, ByteCounter, const_node,
+from tf1prune.export.names import split_input
+from tf1prune.export.stream import (GZIP_LEVEL, ByteCounter, const_node,
                                      const_node_chunks, serialized_node)
