@@ -19,7 +19,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune.export import _atomic, _stream
+from tf1prune.export import atomic, stream
 
 
 def _listing(directory):
@@ -42,7 +42,7 @@ def test_write_atomically_keeps_the_old_file_when_the_write_fails(tmp_path,
   with open(path, 'wb') as f:
     f.write(b'old contents')
   with pytest.raises(type(error)):
-    with _atomic.write_atomically(path) as f:
+    with atomic.write_atomically(path) as f:
       f.write(b'new contents, half of them')
       raise error
   assert _read(path) == b'old contents'
@@ -53,7 +53,7 @@ def test_write_atomically_replaces_the_file_in_one_step(tmp_path):
   path = str(tmp_path / 'out.pb')
   with open(path, 'wb') as f:
     f.write(b'old')
-  with _atomic.write_atomically(path) as f:
+  with atomic.write_atomically(path) as f:
     f.write(b'new')
     # Until the block ends, readers still see the old file.
     assert _read(path) == b'old'
@@ -64,7 +64,7 @@ def test_write_atomically_replaces_the_file_in_one_step(tmp_path):
 def test_write_atomically_into_a_missing_directory_is_a_value_error(tmp_path):
   missing = str(tmp_path / 'missing' / 'out.pb')
   with pytest.raises(ValueError, match='does not exist; create it first'):
-    with _atomic.write_atomically(missing):
+    with atomic.write_atomically(missing):
       pass
   assert _listing(str(tmp_path)) == []
 
@@ -101,14 +101,14 @@ def test_strip_failing_midway_leaves_the_old_pb_intact(tmp_path, monkeypatch):
   old = _read(path)
   assert old
 
-  real = _stream.const_node_chunks
+  real = stream.const_node_chunks
 
   def disk_full_after_first_chunk(*args, **kwargs):
     for chunk in real(*args, **kwargs):
       yield chunk
       raise OSError(errno.ENOSPC, 'No space left on device')
 
-  monkeypatch.setattr(_stream, 'const_node_chunks',
+  monkeypatch.setattr(stream, 'const_node_chunks',
                       disk_full_after_first_chunk)
   with pytest.raises(OSError, match='No space left'):
     tf1prune.strip_checkpoint(train, [node], path)

@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 from tf1prune.cli._common import Parser, fail, parse, quiet_tensorflow, usage_error
-from tf1prune.export._names import output_names
+from tf1prune.export.names import output_names
 
 __all__ = ['main', 'parse_args']
 
@@ -109,7 +109,7 @@ def _check_writable(directory, flag):
 
 
 def _write_json(path, data):
-  from tf1prune.export._atomic import write_atomically  # pylint: disable=g-import-not-at-top
+  from tf1prune.export.atomic import write_atomically  # pylint: disable=g-import-not-at-top
   with write_atomically(path) as f:
     f.write((json.dumps(data, indent=2, sort_keys=True) + '\n').encode())
 
@@ -117,7 +117,7 @@ def _write_json(path, data):
 def _run(args):
   """Does the work; returns the report. Raises ValueError on bad input."""
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
-  from tf1prune.export import _strip as strip  # pylint: disable=g-import-not-at-top
+  from tf1prune import export  # pylint: disable=g-import-not-at-top
   tf.disable_eager_execution()
   output_dir = os.path.abspath(args.output_dir or os.curdir)
   created = None
@@ -145,14 +145,13 @@ def _run(args):
                                   suffix='.staged', dir=output_dir)
     os.close(fd)
     try:
-      report = strip.strip_checkpoint(args.checkpoint_dir,
+      report = export.strip_checkpoint(args.checkpoint_dir,
                                       args.output_node_names, staged,
                                       allow_no_masks=args.allow_no_masks)
       report.output_path = path
       report.shrink_report = None
       if args.shrink:
-        from tf1prune.export import _shrink as shrink  # pylint: disable=g-import-not-at-top
-        report.shrink_report = shrink.shrink_pb(staged, args.output_node_names)
+        report.shrink_report = export.shrink_pb(staged, args.output_node_names)
       report.tflite_report = None
       if args.tflite:
         from tf1prune.export import write_tflite  # pylint: disable=g-import-not-at-top

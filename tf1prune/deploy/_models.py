@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune.export import _graph_io
+from tf1prune.export import graph_io as _graph_io
 
 _SEED = 7
 

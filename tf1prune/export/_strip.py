@@ -32,14 +32,14 @@ outputs and drop default attributes (`_lazy_graph`, `_attrs`) -> `_write`
 (node by node: `_stream`, `_atomic`) -> `StripReport` (`_report`).
 """
 
-from tf1prune.export import _stream
-from tf1prune.export._atomic import write_atomically
-from tf1prune.export._attrs import op_defs, strip_default_attrs
+from tf1prune.export import stream as _stream
+from tf1prune.export.atomic import write_atomically
+from tf1prune.export.attrs import op_defs, strip_default_attrs
 from tf1prune.export._checkpoint import Checkpoint
 from tf1prune.export._fold import fold_masks
 from tf1prune.export._freeze import freeze
 from tf1prune.export._lazy_graph import LazyGraph
-from tf1prune.export._names import check_outputs, output_names
+from tf1prune.export.names import check_outputs, output_names
 from tf1prune.export._report import LayerStats, StripReport
 
 

@@ -27,8 +27,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tf1prune.export import _resources as resources
-from tf1prune.export._report import LayerStats, StripReport
+from tf1prune.export import resources
+from tf1prune.export import LayerStats, StripReport
 from tf1prune.keras import _pin, _version
 
 __all__ = ['export_frozen_pb', 'export_saved_model', 'strip_model',

@@ -1,7 +1,7 @@
 """Node attributes: the functions they name, and those at their op's default.
 
     >>> import tensorflow.compat.v1 as tf
-    >>> from tf1prune.export import _attrs
+    >>> from tf1prune.export import attrs as _attrs
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [2, 2], name='x')
     ...   y = tf.matmul(x, x, name='y')

@@ -1,8 +1,8 @@
 """Channel regions: the tensors of a frozen graph whose channels go together.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.export._shrink_graph import FrozenGraph
-    >>> from tf1prune.export._shrink_region import explore, find_layers
+    >>> from tf1prune.export.shrink.frozen_graph import FrozenGraph
+    >>> from tf1prune.export.shrink.regions import explore, find_layers
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [None, 4, 4, 2], name='x')
     ...   a = tf.nn.conv2d(x, tf.ones([1, 1, 2, 3]), [1] * 4, 'SAME', name='a')
@@ -28,7 +28,7 @@ Mean or Squeeze, residual Add/AddV2/Sub of two tensors, ConcatV2 on the
 channel axis, DepthwiseConv2dNative (input channel k feeds outputs
 `k * m .. k * m + m - 1`), and a Reshape of NHWC to `[N, K]` (row `r` reads
 channel `r % C`). A `StridedSlice` of channel 0:1 read only by `Shape` (the
-extra ones channel of `_shrink_channels`) reads no channel: it is passed by. It ends at the inputs of the next Conv2D and MatMul layers
+extra ones channel of `extra_channels`) reads no channel: it is passed by. It ends at the inputs of the next Conv2D and MatMul layers
 (the sinks) and at the layers that produce its tensors (the sources).
 
 Channel elements of the region's tensors are tied into classes (union-find):
@@ -41,7 +41,7 @@ import collections
 
 import numpy as np
 
-from tf1prune.export._shrink_graph import attr_ints, attr_str, split_input
+from tf1prune.export.shrink.frozen_graph import attr_ints, attr_str, split_input
 
 
 def _softplus(v):

@@ -1,7 +1,7 @@
 """A mutable view of a frozen GraphDef, for `tf1prune.shrink`.
 
     >>> import tensorflow.compat.v1 as tf
-    >>> from tf1prune.export._shrink_graph import FrozenGraph
+    >>> from tf1prune.export.shrink.frozen_graph import FrozenGraph
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [None, 2], name='x')
     ...   y = tf.matmul(x, tf.constant([[1.0], [2.0]], name='w'), name='y')
@@ -20,8 +20,8 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export._graph_index import GraphIndex
-from tf1prune.export._names import check_outputs, split_input
+from tf1prune.export.graph_index import GraphIndex
+from tf1prune.export.names import check_outputs, split_input
 
 
 def attr_str(node, key, default):

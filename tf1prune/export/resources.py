@@ -1,7 +1,7 @@
 """Uses of frozen variables rewritten as uses of values, functions included.
 
     >>> import tensorflow.compat.v1 as tf
-    >>> from tf1prune.export import _resources as resources
+    >>> from tf1prune.export import resources
     >>> with tf.Graph().as_default() as g:
     ...   v = tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[2], name='v')
     ...   y = tf.raw_ops.ReadVariableOp(resource=v, dtype=tf.float32, name='y')
@@ -27,9 +27,9 @@ import re
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export import _stream
-from tf1prune.export._attrs import attr_functions
-from tf1prune.export._graph_index import GraphIndex
+from tf1prune.export import stream as _stream
+from tf1prune.export.attrs import attr_functions
+from tf1prune.export.graph_index import GraphIndex
 
 _REF_OPS = {'RefIdentity': 'Identity', 'RefEnter': 'Enter',
             'RefSwitch': 'Switch', 'RefMerge': 'Merge', 'RefExit': 'Exit',

@@ -1,7 +1,7 @@
 """Removes the channels pruning emptied from a frozen graph: a smaller graph.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.export._shrink import shrink_graph_def
+    >>> from tf1prune.export.shrink.run import shrink_graph_def
     >>> w1 = np.ones([3, 4], np.float32); w1[:, 1] = 0.0    # output 1 is empty
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [None, 3], name='x')
@@ -18,22 +18,22 @@ in `y`'s bias, so `y` is unchanged.
 `shrink_graph_def` works on a frozen GraphDef whose weights are constants (the
 output of `strip_pruning_vars_fn`). In three steps:
 
-1. `_shrink_prepare`: constant sub-graphs are evaluated (a batch-norm scale
+1. `prepare`: constant sub-graphs are evaluated (a batch-norm scale
    computed from frozen variables), inference batch norms (FusedBatchNorm,
    V2, V3, and `tf.nn.batch_normalization`'s Rsqrt/Mul/Sub/Add once folded)
    are folded into the Conv2D, MatMul or depthwise conv before them, or kept
    as a per-channel Mul and BiasAdd.
-2. `_shrink_region`: from each Conv2D (NHWC) / MatMul layer with all-zero
+2. `regions`: from each Conv2D (NHWC) / MatMul layer with all-zero
    filters, the region of tensors whose channels are tied to its outputs:
    through activations, per-channel constants, pools, explicit Pad, spatial
    Mean and Squeeze, residual Add/AddV2 (every member must drop a channel),
    ConcatV2 (channel offsets), depthwise convs (an input channel and its
    `multiplier` outputs go together) and a flatten into a dense layer.
-3. `_shrink_values` and `_shrink_apply`: what a removed channel is at each
+3. `removed_values` and `rewrite`: what a removed channel is at each
    tensor (a constant, or a constant map after padding), and what it gave the
    next layers: added to their bias where it is the same at every output
    position; where zero padding makes it vary, the next conv reads it as
-   extra input channels (`_shrink_channels`: a channel of ones, maybe padded
+   extra input channels (`extra_channels`: a channel of ones, maybe padded
    like the data or times a `[1, H, W, k]` pattern), which every deployment
    stack computes exactly (`fold_borders=False`: such channels stay unless
    their constant is 0).
@@ -47,15 +47,15 @@ says where and why.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export._atomic import write_atomically
-from tf1prune.export._attrs import op_defs, strip_default_attrs
-from tf1prune.export._names import check_outputs, output_names
-from tf1prune.export._shrink_apply import own_bias, shrink_region
-from tf1prune.export._shrink_values import empty_filters, extra_count
-from tf1prune.export._shrink_graph import FrozenGraph, static_shapes
-from tf1prune.export._shrink_prepare import prepare_graph_def
-from tf1prune.export._shrink_region import explore, find_layers
-from tf1prune.export._shrink_report import LayerShrink, ShrinkReport, ShrinkStop
+from tf1prune.export.atomic import write_atomically
+from tf1prune.export.attrs import op_defs, strip_default_attrs
+from tf1prune.export.names import check_outputs, output_names
+from tf1prune.export.shrink.rewrite import own_bias, shrink_region
+from tf1prune.export.shrink.removed_values import empty_filters, extra_count
+from tf1prune.export.shrink.frozen_graph import FrozenGraph, static_shapes
+from tf1prune.export.shrink.prepare import prepare_graph_def
+from tf1prune.export.shrink.regions import explore, find_layers
+from tf1prune.export.shrink.report import LayerShrink, ShrinkReport, ShrinkStop
 
 _MAX_ROUNDS = 32
 

@@ -1,9 +1,9 @@
 """What an emptied channel is at each tensor of a region: a known constant.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.export._shrink_graph import FrozenGraph
-    >>> from tf1prune.export._shrink_region import explore, find_layers
-    >>> from tf1prune.export._shrink_values import propagate
+    >>> from tf1prune.export.shrink.frozen_graph import FrozenGraph
+    >>> from tf1prune.export.shrink.regions import explore, find_layers
+    >>> from tf1prune.export.shrink.removed_values import propagate
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [None, 3, 3, 1], name='x')
     ...   a = tf.nn.conv2d(x, tf.zeros([1, 1, 1, 1]), [1] * 4, 'SAME', name='a')
@@ -24,10 +24,10 @@ an explicit Pad or a padded depthwise conv, a map over the positions
 
 import numpy as np
 
-from tf1prune.export._shrink_border import (conv_map, conv_pads,
+from tf1prune.export.shrink.padding import (conv_map, conv_pads,
                                             depthwise_map, pool_map)
-from tf1prune.export._shrink_graph import attr_ints, attr_str, split_input
-from tf1prune.export._shrink_region import ELEMENTWISE
+from tf1prune.export.shrink.frozen_graph import attr_ints, attr_str, split_input
+from tf1prune.export.shrink.regions import ELEMENTWISE
 
 
 def spatial_size(g, tensor):

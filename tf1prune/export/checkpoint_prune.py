@@ -1,7 +1,7 @@
 """One-shot pruning of a saved checkpoint; training resumes from the result.
 
     >>> import os, tempfile, numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.export._checkpoint_prune import prune_checkpoint
+    >>> from tf1prune.export.checkpoint_prune import prune_checkpoint
     >>> work = tempfile.mkdtemp()
     >>> with tf.Graph().as_default():
     ...   w = tf.get_variable('fc/weights', initializer=np.arange(1., 101.).reshape(10, 10))

@@ -1,7 +1,7 @@
 """A GraphDef serialized node by node, and the bytes counted on the way.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.export import _stream
+    >>> from tf1prune.export import stream as _stream
     >>> node = _stream.const_node('w', tf.float32.as_datatype_enum)
     >>> chunks = _stream.const_node_chunks(node, np.ones([2, 2], np.float32))
     >>> graph_def = tf.GraphDef()

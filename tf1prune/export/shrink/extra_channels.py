@@ -1,7 +1,7 @@
 """What removed channels gave a padded conv, as extra input channels of it.
 
     >>> import numpy as np
-    >>> from tf1prune.export._shrink_channels import extra_channels
+    >>> from tf1prune.export.shrink.extra_channels import extra_channels
     >>> kernel = np.ones([3, 3, 2, 1])            # two removed input channels
     >>> pattern, rows = extra_channels(np.array([[[2.0, 0.5]]]), kernel)
     >>> pattern is None, rows.shape, float(rows[0, 0, 0, 0])   # ones channel
@@ -27,7 +27,7 @@ the bias with the map's first pixel by TF 1.15's TFLite converter.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export._names import split_input
+from tf1prune.export.names import split_input
 
 SUFFIX = '/shrink_ones'
 

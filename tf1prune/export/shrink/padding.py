@@ -1,7 +1,7 @@
 """What a zero-padded convolution makes of a constant input, exactly.
 
     >>> import numpy as np
-    >>> from tf1prune.export._shrink_border import conv_pads, constant_response
+    >>> from tf1prune.export.shrink.padding import conv_pads, constant_response
     >>> pads = conv_pads([4, 4], [3, 3], [1, 1], [1, 1], 'SAME')
     >>> pads
     [(1, 1), (1, 1)]

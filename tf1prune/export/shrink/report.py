@@ -1,6 +1,6 @@
 """What `shrink_graph_def` removed: per-layer parameters and FLOPs, and stops.
 
-    >>> from tf1prune.export._shrink_report import LayerShrink, ShrinkReport
+    >>> from tf1prune.export.shrink.report import LayerShrink, ShrinkReport
     >>> layer = LayerShrink('fc1/MatMul', 'MatMul', 8, 8, 4, 2, 36, 18, 64, 32)
     >>> report = ShrinkReport([layer], [], ['y'])
     >>> report.to_dict()['totals']['flops_ratio']
@@ -15,7 +15,7 @@ norms were folded into the layers, so "before" is the same model, folded.
 
 import collections
 
-from tf1prune.export._table import count, ratio, table
+from tf1prune.export.table import count, ratio, table
 
 
 class LayerShrink(collections.namedtuple('LayerShrink', [

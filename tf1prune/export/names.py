@@ -1,6 +1,6 @@
 """Node and tensor names: input references, and the output names users give.
 
-    >>> from tf1prune.export._names import output_names, split_input
+    >>> from tf1prune.export.names import output_names, split_input
     >>> output_names(' logits/BiasAdd:0, probs ,')
     ['logits/BiasAdd', 'probs']
     >>> split_input('^init'), split_input('split:1'), split_input('x')

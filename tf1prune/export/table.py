@@ -1,6 +1,6 @@
 """Report tables and ratios, shared by the strip and the shrink reports.
 
-    >>> from tf1prune.export._table import count, ratio, table
+    >>> from tf1prune.export.table import count, ratio, table
     >>> print('\\n'.join(table(('layer', 'op', 'weights'),
     ...                        [('conv1', 'Conv2D', count(1728))],
     ...                        ('total', '', count(1728)))))

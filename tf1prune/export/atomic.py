@@ -1,7 +1,7 @@
 """Files that appear whole or not at all.
 
     >>> import os, tempfile
-    >>> from tf1prune.export._atomic import write_atomically
+    >>> from tf1prune.export.atomic import write_atomically
     >>> path = os.path.join(tempfile.mkdtemp(), 'model.pb')
     >>> with write_atomically(path) as f:
     ...   _ = f.write(b'whole')

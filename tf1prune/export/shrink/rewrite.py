@@ -1,9 +1,9 @@
 """Removes the emptied channels of one region and folds what they gave.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.export._shrink_graph import FrozenGraph
-    >>> from tf1prune.export._shrink_region import explore, find_layers
-    >>> from tf1prune.export._shrink_apply import shrink_region
+    >>> from tf1prune.export.shrink.frozen_graph import FrozenGraph
+    >>> from tf1prune.export.shrink.regions import explore, find_layers
+    >>> from tf1prune.export.shrink.rewrite import shrink_region
     >>> w = np.ones([2, 3], np.float32); w[:, 1] = 0.0
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [None, 2], name='x')
@@ -27,7 +27,7 @@ weights (input axis). What the removed inputs gave a sink, when it is the
 same at every output position, is added to the sink's bias (or by a new Add
 of a `[C]` constant when it has none); where a zero-padded conv (or a value
 that varies over the positions) makes it vary, the conv reads the removed
-values as extra input channels (`_shrink_channels`), unless their pattern
+values as extra input channels (`extra_channels`), unless their pattern
 would cost more parameters than the channels (then they stay);
 `fold_borders=False`: such channels stay unless their value is 0.
 """
@@ -35,12 +35,12 @@ would cost more parameters than the channels (then they stay);
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export._shrink_graph import attr_ints, split_input
-from tf1prune.export._shrink_region import channel_const
-from tf1prune.export._shrink_report import ShrinkStop
-from tf1prune.export._shrink_border import conv_map
-from tf1prune.export._shrink_channels import append_channels, extra_channels
-from tf1prune.export._shrink_values import (empty_filters, full, layer_pads,
+from tf1prune.export.shrink.frozen_graph import attr_ints, split_input
+from tf1prune.export.shrink.regions import channel_const
+from tf1prune.export.shrink.report import ShrinkStop
+from tf1prune.export.shrink.padding import conv_map
+from tf1prune.export.shrink.extra_channels import append_channels, extra_channels
+from tf1prune.export.shrink.removed_values import (empty_filters, full, layer_pads,
                                             propagate, spatial_size)
 
 

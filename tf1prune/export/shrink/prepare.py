@@ -1,7 +1,7 @@
 """Before a shrink: fold constant sub-graphs and batch norms into the layers.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.export._shrink_prepare import prepare_graph_def
+    >>> from tf1prune.export.shrink.prepare import prepare_graph_def
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [None, 4, 4, 2], name='x')
     ...   h = tf.nn.conv2d(x, tf.ones([1, 1, 2, 3]), [1, 1, 1, 1], 'SAME')
@@ -33,9 +33,9 @@ Constants nothing reads any more leave the graph too.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export._attrs import op_defs
-from tf1prune.export._shrink_graph import FrozenGraph, attr_str, split_input
-from tf1prune.export._stream import const_node
+from tf1prune.export.attrs import op_defs
+from tf1prune.export.shrink.frozen_graph import FrozenGraph, attr_str, split_input
+from tf1prune.export.stream import const_node
 
 _BATCH_NORMS = ('FusedBatchNorm', 'FusedBatchNormV2', 'FusedBatchNormV3')
 _LAYERS = ('Conv2D', 'MatMul', 'DepthwiseConv2dNative')

@@ -1,7 +1,7 @@
 """One index of a GraphDef (or function body): nodes by name, who reads what.
 
     >>> import tensorflow.compat.v1 as tf
-    >>> from tf1prune.export._graph_index import GraphIndex
+    >>> from tf1prune.export.graph_index import GraphIndex
     >>> with tf.Graph().as_default() as g:
     ...   a = tf.constant([1.0, 2.0], name='a')
     ...   b = tf.identity(a, name='b')
@@ -25,7 +25,7 @@ index.
 
 import collections
 
-from tf1prune.export._names import split_input
+from tf1prune.export.names import split_input
 
 
 def _split_function_input(ref):
