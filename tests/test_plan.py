@@ -191,7 +191,7 @@ def test_a_schedule_hparam_set_on_spec_rebuilds_the_sparsity():
   p = tf1prune.Pruning(tf1prune.get_pruning_hparams())
   p._spec.target_sparsity = 0.8
   p._spec.sparsity_function_end_step = 10
-  p._spec.name = 'renamed'
+  p._spec.set_hparam('name', 'renamed')
   assert p.last_update_step.op.name == 'renamed/last_mask_update_step'
   with tf.Session() as session:
     session.run(tf.global_variables_initializer())

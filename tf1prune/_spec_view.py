@@ -61,6 +61,10 @@ class HParamsView(object):
   def __setattr__(self, name, value):
     self._setter(name, value)
 
+  def set_hparam(self, name, value):
+    """As `HParams.set_hparam`: the same as setting the attribute."""
+    self._setter(name, value)
+
   def __contains__(self, name):
     return name in self._parsed().values()
 
