@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 
 from tf1prune.cli._common import Parser, fail, parse, quiet_tensorflow, usage_error
 from tf1prune.export.names import output_names
@@ -118,6 +117,7 @@ def _run(args):
   """Does the work; returns the report. Raises ValueError on bad input."""
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
   from tf1prune import export  # pylint: disable=g-import-not-at-top
+  from tf1prune.export import atomic  # pylint: disable=g-import-not-at-top
   tf.disable_eager_execution()
   output_dir = os.path.abspath(args.output_dir or os.curdir)
   created = None
@@ -140,10 +140,10 @@ def _run(args):
                        tf.__version__)
     path = os.path.join(output_dir, args.filename)
     # The .pb is written under a staging name and renamed last, so a failing
-    # report (or shrink) leaves an older file at `path` as it was.
-    fd, staged = tempfile.mkstemp(prefix='.%s.' % args.filename,
-                                  suffix='.staged', dir=output_dir)
-    os.close(fd)
+    # report (or shrink) leaves an older file at `path` as it was; what a
+    # killed run of `path` left is removed first.
+    atomic.remove_stale_staging(path)
+    staged = atomic.staging_path(path, 'staged')
     try:
       report = export.strip_checkpoint(args.checkpoint_dir,
                                       args.output_node_names, staged,

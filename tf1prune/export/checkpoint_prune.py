@@ -44,11 +44,10 @@ import json
 import os
 import re
 import shutil
-import tempfile
 
 import numpy as np
 
-from tf1prune.export import _checkpoint
+from tf1prune.export import _checkpoint, atomic
 
 _OWN_SUFFIXES = ('/mask', '/threshold', '/lock_mask', '/lock_value',
                  '/lock_captured', '/last_mask_update_step')
@@ -258,7 +257,11 @@ def _write(values, dtypes, prefix, output_dir, tf):
   if not os.path.isdir(parent):
     raise CheckpointPruneError('--output_dir parent folder %s does not exist'
                                % parent)
-  temp = tempfile.mkdtemp(prefix='.prune_checkpoint-', dir=parent)
+  atomic.remove_stale_staging(output_dir)
+  try:
+    temp = atomic.staging_path(output_dir, 'tmp', directory=True)
+  except ValueError as e:
+    raise CheckpointPruneError('--output_dir: %s' % e)
   try:
     with tf.Graph().as_default(), tf.Session() as sess:
       feeds, variables = {}, {}
