@@ -37,8 +37,8 @@ _RANDOM_OPS = frozenset([
     'StatefulStandardNormalV2', 'StatefulTruncatedNormal',
     'StatefulRandomBinomial', 'RandomIndexShuffle'])
 _FUSED_BATCH_NORMS = ('FusedBatchNorm', 'FusedBatchNormV2', 'FusedBatchNormV3')
-_WHAT = {'batch_norm': 'batch norm in training mode (batch statistics)',
-         'random': 'random op (dropout or noise)'}
+_WHAT = {'batch_norm': 'batch norms using batch statistics (is_training=True)',
+         'random': 'random ops (dropout, noise)'}
 
 TrainingOp = collections.namedtuple('TrainingOp', ['node', 'op', 'kind'])
 TrainingOp.__doc__ = """A training-mode op: its node name, op type and kind.
@@ -49,8 +49,9 @@ of a library function.
 
 _FIX = ('Export an inference graph: rebuild the model with '
         'is_training=False and freeze it with the checkpoint, '
-        'tf1prune.export.inference_graph_def(model_fn, checkpoint_dir, '
-        'output_node_names) (docs/exporting.md, "Inference graphs")')
+        'tf1prune.inference_graph_def(model_fn, checkpoint_dir, '
+        'output_node_names) does it (docs/exporting.md, "Models with batch '
+        'norm or dropout")')
 
 
 class TrainingGraphError(ValueError):
@@ -122,10 +123,11 @@ def check_inference(graph_def, outputs, allow_training_ops=False):
   shown = ', '.join('%s (%s)' % (op.node, op.op) for op in found[:4])
   more = ' and %d more' % (len(found) - 4) if len(found) > 4 else ''
   raise TrainingGraphError(
-      'the graph of outputs %s is a training graph: %d %s, e.g. %s%s; frozen '
+      'the graph of outputs %s is a training graph: %d training-mode ops, '
+      '%s, e.g. %s%s; frozen '
       'as it is, the same input gives other outputs from run to run and '
       'from batch to batch. %s. To keep these ops anyway, pass '
       'allow_training_ops=True (--allow_training_ops)'
       % (', '.join(outputs), len(found),
-         ' and '.join(_WHAT[k] + 's' for k in kinds), shown, more, _FIX),
+         ' and '.join(_WHAT[k] for k in kinds), shown, more, _FIX),
       found)
