@@ -142,7 +142,9 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   """
   outputs = output_names(output_node_names)
   check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
+  notify(progress, 'preparing the graph', 0, 1)
   copy = prepare_graph_def(graph_def, outputs)
+  notify(progress, 'preparing the graph', 1, 1)
   g = FrozenGraph(copy, outputs)
   layers, skipped = find_layers(g)
   before = [_stats(g, layer) for layer in layers.values()]
