@@ -18,7 +18,7 @@ import time
 import pytest
 import tensorflow.compat.v1 as tf
 
-import tf1prune
+from export_support import save_conv_net
 from tf1prune.cli import strip_pruning_vars as strip_cli
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,18 +31,7 @@ _STAGING = re.compile(r'^\.(?P<output>.+)\.tf1prune-(?P<host>[0-9a-f]{6})-'
 def train_dir(tmp_path_factory):
   """A conv + fc net whose conv1 lost 3 of 8 filters: the shrink has work."""
   directory = str(tmp_path_factory.mktemp('train'))
-  with tf.Graph().as_default():
-    tf.set_random_seed(5)
-    x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
-    net = tf1prune.masked_conv2d(x, 8, 3, scope='conv1')
-    net = tf1prune.masked_conv2d(net, 8, 3, scope='conv2')
-    net = tf.reshape(net, [-1, 8 * 8 * 8])
-    tf1prune.masked_fully_connected(net, 4, activation_fn=None, scope='fc')
-    mask = tf1prune.get_masks()[0]
-    with tf.Session() as sess:
-      sess.run(tf.global_variables_initializer())
-      sess.run(tf.assign(mask[..., :3], tf.zeros([3, 3, 3, 3])))
-      tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'))
+  save_conv_net(directory, 8, [8, 8], 4, emptied=3)
   return directory
 
 

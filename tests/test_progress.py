@@ -13,11 +13,11 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
+from export_support import save_conv_net
 from tf1prune.export.progress import TerminalProgress, terminal_progress
 
 # A carriage return that rewrites a line (a terminal shows '\n' as '\r\n').
@@ -44,19 +44,7 @@ def _counts(total):
 def train_dir(tmp_path_factory):
   """conv1 (4 of 8 filters emptied), conv2, fc: masked, with biases."""
   directory = str(tmp_path_factory.mktemp('train'))
-  with tf.Graph().as_default():
-    x = tf.placeholder(tf.float32, [None, 6, 6, 3], name='x')
-    net = tf1prune.masked_conv2d(x, 8, 3, scope='conv1')
-    net = tf1prune.masked_conv2d(net, 4, 3, scope='conv2')
-    net = tf.reshape(net, [-1, 6 * 6 * 4])
-    tf1prune.masked_fully_connected(net, 3, activation_fn=None, scope='fc')
-    mask = tf1prune.get_masks()[0]
-    with tf.Session() as sess:
-      sess.run(tf.global_variables_initializer())
-      sess.run(tf.assign(mask[..., :4], tf.zeros([3, 3, 3, 4])))
-      tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'))
-    variables = len(tf.trainable_variables())
-  return directory, variables
+  return directory, save_conv_net(directory, 6, [8, 4], 3, emptied=4)
 
 
 def test_strip_reports_every_variable_written(train_dir, tmp_path):
@@ -75,9 +63,12 @@ def test_shrink_reports_the_layers_of_each_round(train_dir, tmp_path):
   report = tf1prune.shrink_pb(path, ['fc/BiasAdd'], progress=progress)
   assert [l.outputs_after for l in report.layers] == [4, 4, 3]
   stages = sorted(set(s for s, _, _ in progress.calls))
-  # Round 1 removes conv1's channels, round 2 finds nothing more.
-  assert stages == ['shrinking layers (round 1)', 'shrinking layers (round 2)']
-  for stage in stages:
+  # Batch norms folded first; round 1 removes conv1's channels, round 2
+  # finds nothing more.
+  assert stages == ['preparing the graph', 'shrinking layers (round 1)',
+                    'shrinking layers (round 2)']
+  assert progress.stage('preparing the graph') == _counts(1)
+  for stage in stages[1:]:
     assert progress.stage(stage) == _counts(len(report.layers))
 
 
