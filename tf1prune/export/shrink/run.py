@@ -123,7 +123,7 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
       input channel of ones (`<conv>/shrink_ones`, counted in the report's
       parameters and FLOPs; the report's `inputs` leave it out). False: such
       channels stay.
-    progress: optional `progress(stage, done, total)` callable
+    progress: optional `progress(stage, done, total, fraction)` callable
       (`tf1prune.export.progress`): layers done of each round.
 
   Returns:
