@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
@@ -27,10 +28,11 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 class _Recorder(object):
   def __init__(self):
-    self.calls = []
+    self.calls, self.fractions = [], []
 
-  def __call__(self, stage, done, total):
+  def __call__(self, stage, done, total, fraction):
     self.calls.append((stage, done, total))
+    self.fractions.append((stage, fraction))
 
   def stage(self, stage):
     return [(d, t) for s, d, t in self.calls if s == stage]
@@ -54,6 +56,11 @@ def test_strip_reports_every_variable_written(train_dir, tmp_path):
   # Weights (masks folded in) and biases: the trainable variables.
   assert progress.calls == [('writing variables', d, t)
                             for d, t in _counts(train_dir[1])]
+  # The share of the work is counted in weight entries: x is 6x6x3, conv1
+  # 3x3x3x8 (+8), conv2 3x3x8x4 (+4), fc 144x3 (+3), in graph order.
+  sizes = np.cumsum([216, 8, 288, 4, 432, 3])
+  np.testing.assert_allclose([f for _, f in progress.fractions],
+                             np.concatenate([[0], sizes / sizes[-1]]))
 
 
 def test_shrink_reports_the_layers_of_each_round(train_dir, tmp_path):
@@ -93,15 +100,15 @@ def test_terminal_line_is_rewritten_in_place_with_time_left():
   out = _Tty()
   times = iter([100.0, 100.0, 101.0, 101.1, 104.0, 104.0])
   bar = TerminalProgress(out, prog='prog', clock=lambda: next(times))
-  bar('writing variables', 0, 4)     # drawn: a new stage
-  bar('writing variables', 1, 4)     # drawn: 1 s after the last
-  bar('writing variables', 2, 4)     # skipped: 0.1 s after the last
-  bar('writing variables', 4, 4)     # drawn: the last item
+  bar('writing variables', 0, 4, 0.0)   # drawn: a new stage
+  bar('writing variables', 1, 4, 0.1)   # drawn: 1 s after the last
+  bar('writing variables', 2, 4, 0.2)   # skipped: 0.1 s after the last
+  bar('writing variables', 4, 4, 1.0)   # drawn: the last item
   bar('shrinking layers (round 1)', 0, 9)
   frames = out.getvalue().split('\r')[1:]
   assert [f.rstrip() for f in frames] == [
       'prog: writing variables 0/4, 0s elapsed',
-      'prog: writing variables 1/4, 1s elapsed, about 3s left',
+      'prog: writing variables 1/4, 1s elapsed, about 9s left',
       'prog: writing variables 4/4, 4s elapsed',
       'prog: shrinking layers (round 1) 0/9, 4s elapsed']
   # A shorter frame overwrites the rest of the longer one with spaces.

@@ -32,6 +32,8 @@ outputs and drop default attributes (`_lazy_graph`, `_attrs`) -> `_write`
 (node by node: `_stream`, `_atomic`) -> `StripReport` (`_report`).
 """
 
+import tensorflow.compat.v1 as tf
+
 from tf1prune.export import stream as _stream
 from tf1prune.export.atomic import write_atomically
 from tf1prune.export.attrs import op_defs, strip_default_attrs
@@ -122,7 +124,7 @@ def strip_checkpoint(checkpoint_dir, output_node_names, output_path,
     allow_training_ops: strip even if the outputs need training-mode ops
       (batch norm with `is_training=True`, dropout); otherwise that raises
       `TrainingGraphError` saying how to export an inference graph.
-    progress: optional `progress(stage, done, total)` callable
+    progress: optional `progress(stage, done, total, fraction)` callable
       (`tf1prune.export.progress`), called as variables are written.
 
   Returns:
@@ -154,7 +156,8 @@ def strip_read_checkpoint(checkpoint, output_node_names, output_path,
         'Pass allow_no_masks=True (--allow_no_masks) to freeze it anyway'
         % (checkpoint.prefix, ', '.join(outputs)))
   lazy = _prune(lazy, outputs, [checkpoint.op_list])
-  sizes, dense_sizes, layers = _write(lazy, folds, output_path, progress)
+  sizes, dense_sizes, layers = _write(lazy, folds, output_path, progress,
+                                      _elements(checkpoint, folds))
   return StripReport(
       checkpoint=checkpoint.prefix, output_path=output_path,
       output_nodes=outputs, layers=layers, file_bytes=sizes[0],
@@ -178,7 +181,24 @@ def _prune(lazy, outputs, op_lists=()):
   return lazy
 
 
-def _write(lazy, folds, path, progress=None):
+def _elements(checkpoint, folds):
+  """{constant: entries} of the frozen variables and folded weights.
+
+  From the variables' shapes in the meta graph: what the progress line's
+  time left is estimated from (the last layers of a net are the biggest).
+  """
+  elements = {}
+  for node in checkpoint.graph_def.node:
+    if 'shape' in node.attr and node.op in ('VariableV2', 'Variable',
+                                            'VarHandleOp'):
+      elements[node.name] = tf.TensorShape(
+          node.attr['shape'].shape).num_elements() or 1
+  for fold in folds:
+    elements[fold.node] = elements.get(fold.weight, 1)
+  return elements
+
+
+def _write(lazy, folds, path, progress=None, elements=None):
   """Streams `lazy` into `path`; returns (file sizes, dense sizes, layers).
 
   Sizes are (raw bytes, gzip bytes). Each constant is read, written and
@@ -189,9 +209,13 @@ def _write(lazy, folds, path, progress=None):
   fold_by_node = {f.node: f for f in folds}
   out, dense = _stream.ByteCounter(), _stream.ByteCounter()
   layers = []
-  total, done = len(lazy.deferred()), 0
+  elements = elements or {}
+  deferred = lazy.deferred()
+  total, done = len(deferred), 0
+  work = float(sum(elements.get(name, 1) for name in deferred))
+  worked = 0
   stage = 'writing variables'
-  notify(progress, stage, 0, total)
+  notify(progress, stage, 0, total, 0.0)
   with write_atomically(path) as f:
 
     def emit(chunks, to_dense=True):
@@ -206,12 +230,13 @@ def _write(lazy, folds, path, progress=None):
         emit([_stream.serialized_node(node)])
         continue
       done += 1
+      worked += elements.get(node.name, 1)
       fold = fold_by_node.get(node.name)
       if fold is None:
         value = read()
         emit(_stream.const_node_chunks(node, value))
         del value
-        notify(progress, stage, done, total)
+        notify(progress, stage, done, total, worked / work)
         continue
       value = fold.read_weight()
       for chunk in _stream.const_node_chunks(node, value):
@@ -221,6 +246,6 @@ def _write(lazy, folds, path, progress=None):
                                           value))
       emit(_stream.const_node_chunks(node, value), to_dense=False)
       del value
-      notify(progress, stage, done, total)
+      notify(progress, stage, done, total, worked / work)
     emit([lazy.tail().SerializeToString(deterministic=True)])
   return out.close(), dense.close(), layers

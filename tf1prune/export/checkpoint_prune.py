@@ -300,7 +300,7 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None,
       to that fraction of zeros by magnitude.
     zero: list of (regex, NumPy index): entries to set to zero (and lock, if
       the graph locks that weight).
-    progress: optional `progress(stage, done, total)` callable
+    progress: optional `progress(stage, done, total, fraction)` callable
       (`tf1prune.export.progress`): variables read, weights pruned.
 
   Returns:

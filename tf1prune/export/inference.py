@@ -88,7 +88,7 @@ def write_inference_graph(model_fn, checkpoint_dir, output_node_names,
     model_fn, checkpoint_dir, output_node_names: as `inference_graph_def`.
     output_path: the `.pb` to write (atomically); its directory must exist.
     allow_no_masks: as `strip_checkpoint`'s.
-    progress: optional `progress(stage, done, total)` callable.
+    progress: optional `progress(stage, done, total, fraction)` callable.
 
   Returns:
     A `StripReport`.

@@ -14,9 +14,12 @@
 
 The library functions that can take minutes (`strip_checkpoint`,
 `shrink_pb`, `shrink_graph_def`, `prune_checkpoint`) take an optional
-`progress` callable, called as `progress(stage, done, total)`: `stage` a
-short text (`'writing variables'`, `'shrinking layers (round 1)'`, ...),
-`done` of `total` items of that stage done (0 when it starts). The console
+`progress` callable, called as `progress(stage, done, total, fraction)`:
+`stage` a short text (`'writing variables'`, `'shrinking layers (round
+1)'`, ...), `done` of `total` items of that stage done (0 when it starts),
+`fraction` the share of the stage's work done, in [0, 1] (by bytes where the
+items differ in size, as variables do: it is what the time left is
+estimated from). The console
 scripts pass `terminal_progress()`: one line on stderr, rewritten in place
 (layers done of total, time elapsed, time left), only when stderr is a
 terminal and `--quiet` is not given. Piped output stays clean.
@@ -26,10 +29,15 @@ import sys
 import time
 
 
-def notify(progress, stage, done, total):
-  """Calls `progress(stage, done, total)` unless `progress` is None."""
+def notify(progress, stage, done, total, fraction=None):
+  """Calls `progress(stage, done, total, fraction)` unless it is None.
+
+  `fraction` defaults to `done / total` (1 for an empty stage).
+  """
   if progress is not None:
-    progress(stage, done, total)
+    if fraction is None:
+      fraction = float(done) / total if total else 1.0
+    progress(stage, done, total, fraction)
 
 
 def _duration(seconds):
@@ -61,8 +69,10 @@ class TerminalProgress(object):
     self._stage, self._stage_start, self._drawn = None, self._start, None
     self._width = 0
 
-  def __call__(self, stage, done, total):
+  def __call__(self, stage, done, total, fraction=None):
     now = self._clock()
+    if fraction is None:
+      fraction = float(done) / total if total else 1.0
     if stage != self._stage:
       self._stage, self._stage_start, self._drawn = stage, now, None
     if (self._drawn is not None and 0 < done < total and
@@ -71,8 +81,8 @@ class TerminalProgress(object):
     self._drawn = now
     text = '%s %d/%d, %s elapsed' % (stage, done, total,
                                      _duration(now - self._start))
-    if 0 < done < total:
-      left = (now - self._stage_start) * (total - done) / done
+    if 0 < done < total and fraction > 0:
+      left = (now - self._stage_start) * (1.0 - fraction) / fraction
       text += ', about %s left' % _duration(left)
     if self._prog:
       text = '%s: %s' % (self._prog, text)
