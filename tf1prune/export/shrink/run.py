@@ -50,6 +50,7 @@ import tensorflow.compat.v1 as tf
 from tf1prune.export.atomic import write_atomically
 from tf1prune.export.attrs import op_defs, strip_default_attrs
 from tf1prune.export.names import check_outputs, output_names
+from tf1prune.export.progress import notify
 from tf1prune.export.shrink.rewrite import own_bias, shrink_region
 from tf1prune.export.shrink.removed_values import empty_filters, extra_count
 from tf1prune.export.shrink.frozen_graph import FrozenGraph, static_shapes
@@ -90,11 +91,12 @@ def _write_back(g):
   g.changed = set()
 
 
-def _round(g, layers, fold_borders):
+def _round(g, layers, fold_borders, progress=None, stage=''):
   """One pass over the layers with empty outputs: (changed, stops)."""
   position = {name: i for i, name in enumerate(g.order())}
   done, stops, changed = set(), [], False
-  for name, layer in layers.items():
+  for count, (name, layer) in enumerate(layers.items()):
+    notify(progress, stage, count, len(layers))
     if layer.kind == 'depthwise' or name in done or \
         not _empty_outputs(g, layer):
       continue
@@ -103,10 +105,12 @@ def _round(g, layers, fold_borders):
     removed, found = shrink_region(g, region, fold_borders, position)
     changed = changed or removed > 0
     stops.extend(found)
+  notify(progress, stage, len(layers), len(layers))
   return changed, stops
 
 
-def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
+def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
+                     progress=None):
   """Returns a smaller copy of frozen `graph_def` and a `ShrinkReport`.
 
   Args:
@@ -119,6 +123,8 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
       input channel of ones (`<conv>/shrink_ones`, counted in the report's
       parameters and FLOPs; the report's `inputs` leave it out). False: such
       channels stay.
+    progress: optional `progress(stage, done, total, fraction)` callable
+      (`tf1prune.export.progress`): layers done of each round.
 
   Returns:
     (graph_def, report): the shrunk GraphDef (same node names, smaller
@@ -136,13 +142,16 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
   """
   outputs = output_names(output_node_names)
   check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
+  notify(progress, 'preparing the graph', 0, 1)
   copy = prepare_graph_def(graph_def, outputs)
+  notify(progress, 'preparing the graph', 1, 1)
   g = FrozenGraph(copy, outputs)
   layers, skipped = find_layers(g)
   before = [_stats(g, layer) for layer in layers.values()]
   stops = []
-  for _ in range(_MAX_ROUNDS):
-    changed, stops = _round(g, layers, fold_borders)
+  for round_index in range(_MAX_ROUNDS):
+    changed, stops = _round(g, layers, fold_borders, progress,
+                            'shrinking layers (round %d)' % (round_index + 1))
     _write_back(g)
     g.shapes = static_shapes(copy)
     if not changed:
@@ -155,7 +164,7 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
   return copy, ShrinkReport(rows, stops, outputs, skipped)
 
 
-def shrink_pb(path, output_node_names, output_path=None):
+def shrink_pb(path, output_node_names, output_path=None, progress=None):
   """Shrinks the binary frozen GraphDef file `path`; returns the report.
 
   Args:
@@ -164,6 +173,7 @@ def shrink_pb(path, output_node_names, output_path=None):
     output_path: where to write the shrunk graph; default `path` itself. The
       file is replaced in one rename. Attributes at their op's default value
       are left out, so TF 1.15 loads what TF 2.x writes.
+    progress: as `shrink_graph_def`'s.
 
   Returns:
     The `ShrinkReport`, with `file_bytes_before` and `file_bytes_after` set.
@@ -178,7 +188,8 @@ def shrink_pb(path, output_node_names, output_path=None):
     graph_def.ParseFromString(data)
   except Exception as e:  # protobuf's DecodeError differs by version.
     raise ValueError('%s is not a binary GraphDef: %s' % (path, e))
-  small, report = shrink_graph_def(graph_def, output_node_names)
+  small, report = shrink_graph_def(graph_def, output_node_names,
+                                   progress=progress)
   out = small.SerializeToString()
   with write_atomically(output_path or path) as f:
     f.write(out)
