@@ -29,6 +29,7 @@ the pins are applied again after it.
 """
 
 import base64
+import importlib
 import weakref
 
 import numpy as np
@@ -190,12 +191,21 @@ def _pin_class(keras):
                  inner=keras.constraints.get(inner) if inner else None)
 
   Pin.__name__ = Pin.__qualname__ = 'Pin'
-  saving = getattr(keras, 'saving', None)
-  register = getattr(saving, 'register_keras_serializable', None) or (
-      keras.utils.register_keras_serializable)     # Keras 2.10, 2.11
-  Pin = register('tf1prune', 'Pin')(Pin)
+  Pin = _register(keras)(Pin)
   _CLASSES[keras.__name__] = Pin
   return Pin
+
+
+def _register(keras):
+  """`register_keras_serializable('tf1prune', 'Pin')` of that Keras."""
+  for owner in (getattr(keras, 'saving', None), keras.utils):
+    register = getattr(owner, 'register_keras_serializable', None)
+    if register is not None:
+      return register('tf1prune', 'Pin')
+  # Keras 2.10: exported only as tf.keras.utils, defined here.
+  generic_utils = importlib.import_module(keras.__name__ +
+                                          '.utils.generic_utils')
+  return generic_utils.register_keras_serializable('tf1prune', 'Pin')
 
 
 def is_pin(obj):
@@ -275,7 +285,9 @@ def hook_optimizer(optimizer, model):
   """Makes `optimizer.finalize_variable_values` re-apply `model`'s pins."""
   if optimizer is None or getattr(optimizer, '_tf1prune_hooked', False):
     return
-  original = optimizer.finalize_variable_values
+  original = getattr(optimizer, 'finalize_variable_values', None)
+  if original is None:
+    return   # Keras 2's OptimizerV2 (default before 2.11): no EMA to finalize.
   model_ref = weakref.ref(model)
 
   def finalize_variable_values(var_list):
