@@ -225,6 +225,34 @@ class Pruner(object):
     self.update(step=step)
     return True
 
+  def resume(self, step):
+    """Catches up after a restore to `step` (BackupAndRestore, checkpoint).
+
+    Sets `last_update_step` to the last step <= `step` at which `step()`
+    would have updated the masks had it run on every step, and, if that is a
+    step, masks each weight where its restored value is +-0.0 (pruned
+    entries were exactly zero; locked entries keep their mask). A pruner
+    already at `step` or later is left alone. `PruningCallback` calls it
+    when `fit` begins, with `optimizer.iterations`.
+    """
+    step, hp = int(step), self.spec
+    last = self.last_update_step
+    if step <= last:
+      return
+    candidate = max(hp.begin_pruning_step, last + hp.pruning_frequency)
+    while candidate <= step and (hp.end_pruning_step < 0 or
+                                 candidate <= hp.end_pruning_step):
+      last = candidate
+      candidate = last + hp.pruning_frequency
+    if last == self.last_update_step:
+      return
+    for record in self._records:
+      kept = np.asarray(record.variable) != 0
+      pin = record.pin
+      pin.set_mask(np.where(pin.locked, pin.mask, pin.mask & kept))
+      pin.apply()
+    self.last_update_step = last
+
   def write_summaries(self, step):
     """Writes the pruning scalars into the default `tf.summary` writer.
 
@@ -297,6 +325,7 @@ def PruningCallback(pruner, log_dir=None, update_freq='epoch'):  # noqa: N802
 
     def on_train_begin(self, logs=None):
       _pin.hook_optimizer(self.pruner.model.optimizer, self.pruner.model)
+      self.pruner.resume(self._step())   # after BackupAndRestore's restore
 
     def on_train_batch_end(self, batch, logs=None):
       if self.pruner.step(self._step()) and update_freq == 'batch':
