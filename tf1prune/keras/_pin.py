@@ -221,10 +221,24 @@ def is_pin(obj):
 
 
 def _set_variable_constraint(variable, pin):
+  """Sets `pin` as the constraint that optimizers read from `variable`."""
   try:
     variable.constraint = pin          # Keras 3 variables have a setter.
+    return
   except AttributeError:
-    variable._constraint = pin         # tf.Variable (tf_keras): no setter.
+    pass
+  # Keras 2 / tf_keras: a tf.Variable (no setter), maybe wrapped by an
+  # AutoCastVariable (mixed precision) around a distributed variable whose
+  # components each answer `.constraint` for themselves.
+  pending = [variable]
+  while pending:
+    current = pending.pop()
+    current._constraint = pin          # pylint: disable=protected-access
+    inner = getattr(current, '_variable', None)
+    if inner is not None:
+      pending.append(inner)
+    for component in getattr(current, '_values', None) or ():
+      pending.append(component)
 
 
 def pin_of(layer, name, model=None):
