@@ -101,7 +101,14 @@ def _train(strategy):
     expected = keras_support.lock_question(tk, model)['Dense0/kernel']
     model.compile(K.optimizers.Adam(0.05), 'mse')
   pruner = tk.Pruner(model, HPARAMS, weights=[('Dense0', 'kernel')])
-  model.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=False,
+  # A dataset of global batches of 16: Keras splits each over the replicas
+  # (Keras 3 cannot feed NumPy arrays to MultiWorkerMirroredStrategy).
+  options = tf.data.Options()
+  options.experimental_distribute.auto_shard_policy = (
+      tf.data.experimental.AutoShardPolicy.DATA)
+  dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).with_options(
+      options)
+  model.fit(dataset, epochs=2, verbose=0,
             callbacks=[tk.PruningCallback(pruner)])
   kernel = model.get_layer('Dense0').kernel
   if keras_support.is_keras3(K):

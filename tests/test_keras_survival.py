@@ -188,6 +188,11 @@ def _free_ports(n):
 
 @pytest.mark.slow
 def test_multi_worker_mirrored_two_processes_match_one_device(tmp_path):
+  if is_keras3(K):
+    pytest.skip('Keras 3 fit does not run under MultiWorkerMirroredStrategy '
+                '(PerReplica inputs cannot be converted: keras-team/keras'
+                '#20585, tensorflow/tensorflow#72388); tested on Keras 2 and '
+                'tf_keras')
   ports = _free_ports(2)
   cluster = {'worker': ['127.0.0.1:%d' % p for p in ports]}
   workers = []
