@@ -196,8 +196,8 @@ def _pin_class(keras):
   Pin.__name__ = Pin.__qualname__ = 'Pin'
   Pin = _register(keras)(Pin)
   if not _version.is_keras3(keras):
-    # Keras 2 loads `.h5` files by the bare class_name; keep a name that is
-    # already taken by someone else's class.
+    # Keras 2 reads `.h5` configs by the bare class_name: register 'Pin'
+    # too, unless another class has that name already.
     keras.utils.get_custom_objects().setdefault('Pin', Pin)
   _CLASSES[keras.__name__] = Pin
   _hook_optimizer_classes(keras)
