@@ -235,23 +235,17 @@ class Pruner(object):
     already at `step` or later is left alone. `PruningCallback` calls it
     when `fit` begins, with `optimizer.iterations`.
     """
-    step, hp = int(step), self.spec
-    last = self.last_update_step
-    if step <= last:
-      return
-    candidate = max(hp.begin_pruning_step, last + hp.pruning_frequency)
-    while candidate <= step and (hp.end_pruning_step < 0 or
-                                 candidate <= hp.end_pruning_step):
-      last = candidate
-      candidate = last + hp.pruning_frequency
-    if last == self.last_update_step:
+    before = self.last_update_step
+    for candidate in range(before + 1, int(step) + 1):
+      if self.is_pruning_step(candidate):
+        self.last_update_step = candidate
+    if self.last_update_step == before:
       return
     for record in self._records:
       kept = np.asarray(record.variable) != 0
       pin = record.pin
       pin.set_mask(np.where(pin.locked, pin.mask, pin.mask & kept))
       pin.apply()
-    self.last_update_step = last
 
   def write_summaries(self, step):
     """Writes the pruning scalars into the default `tf.summary` writer.
