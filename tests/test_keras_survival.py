@@ -251,3 +251,22 @@ def test_backup_and_restore_after_a_killed_fit_resumes_identically(tmp_path):
   np.testing.assert_array_equal(a['mask'], b['mask'])
   np.testing.assert_array_equal(a['locked'], b['locked'])
   assert bits(a['kernel']) == bits(b['kernel'])
+
+
+def test_pruner_resume_catches_up_with_a_pruner_that_ran_every_step():
+  model = question_model(K)
+  lock_question(tk, model)
+  ran = tk.Pruner(model, HPARAMS, weights=[('Dense0', 'kernel')])
+  done = [s for s in range(1, 10) if ran.step(s)]
+  assert done == [2, 4, 6, 8]
+  restored = question_model(K, seed=5)                # other initial values
+  lock_question(tk, restored)
+  restored.set_weights(model.get_weights())           # what a restore does
+  fresh = tk.Pruner(restored, HPARAMS, weights=[('Dense0', 'kernel')])
+  fresh.resume(9)
+  assert fresh.last_update_step == ran.last_update_step == 8
+  np.testing.assert_array_equal(fresh.masks()['Dense0/kernel'],
+                                ran.masks()['Dense0/kernel'])
+  assert [s for s in range(10, 14) if fresh.step(s)] == [10, 12]
+  fresh.resume(5)                                     # behind: left alone
+  assert fresh.last_update_step == 12
