@@ -213,3 +213,19 @@ def test_stateless_random_ops_and_inference_batch_norm_are_not_listed():
     tf.identity(y + tf.random.stateless_uniform([1, 4, 4, 2], [1, 2]),
                 name='y')
   assert training_ops(g.as_graph_def()) == []
+
+
+def test_the_default_of_a_fed_placeholder_is_not_the_model():
+  # A training input that picks a random batch feeds a PlaceholderWithDefault
+  # the inference user feeds: the strip looks past it, but not past dropout.
+  with tf.Graph().as_default() as g:
+    data = tf.constant(np.arange(24, dtype=np.float32).reshape(4, 6))
+    batch = tf.gather(data, tf.random.uniform([], 0, 4, dtype=tf.int32))
+    x = tf.placeholder_with_default(batch[None], [None, 6], name='input')
+    y = tf.identity(tf.matmul(x, tf.ones([6, 2])), name='y')
+    tf.identity(tf.nn.dropout(y, rate=0.5), name='dropped')
+  graph_def = g.as_graph_def()
+  assert training_ops(graph_def, ['y']) == []
+  assert [op.kind for op in training_ops(graph_def, ['dropped'])] == ['random']
+  assert [op.op for op in training_ops(graph_def)] == ['RandomUniformInt',
+                                                       'RandomUniform']

@@ -84,17 +84,37 @@ def _nodes_ops(nodes, prefix):
   return found
 
 
-def training_ops(graph_def):
+def _read_when_fed(graph_def, outputs):
+  """The nodes `outputs` read when every PlaceholderWithDefault is fed: its
+  default is the training input (a random batch), not the model."""
+  by_name = {n.name: n for n in graph_def.node}
+  seen, stack = set(), [o for o in outputs if o in by_name]
+  while stack:
+    name = stack.pop()
+    if name in seen:
+      continue
+    seen.add(name)
+    if by_name[name].op != 'PlaceholderWithDefault':
+      stack.extend(split_input(ref.lstrip('^'))[0]
+                   for ref in by_name[name].input)
+  return [n for n in graph_def.node if n.name in seen]
+
+
+def training_ops(graph_def, outputs=None):
   """Lists the training-mode ops of `graph_def` and of its functions.
 
   Args:
     graph_def: a `tf.GraphDef`; prune it to what the outputs need first (the
       initializers of a training graph are random ops too).
+    outputs: the output node names; when given, only what they read with
+      every PlaceholderWithDefault fed counts.
 
   Returns:
     A list of `TrainingOp`, graph nodes first, in graph order.
   """
-  found = _nodes_ops(graph_def.node, '')
+  nodes = graph_def.node if outputs is None else _read_when_fed(graph_def,
+                                                                outputs)
+  found = _nodes_ops(nodes, '')
   for function in graph_def.library.function:
     found.extend(_nodes_ops(function.node_def,
                             function.signature.name + '/'))
@@ -116,7 +136,7 @@ def check_inference(graph_def, outputs, allow_training_ops=False):
     TrainingGraphError: (a ValueError) training-mode ops were found and
       `allow_training_ops` is false.
   """
-  found = training_ops(graph_def)
+  found = training_ops(graph_def, outputs)
   if not found or allow_training_ops:
     return found
   kinds = sorted(set(op.kind for op in found))
