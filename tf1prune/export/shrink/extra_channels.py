@@ -3,7 +3,7 @@
     >>> import numpy as np
     >>> from tf1prune.export.shrink.extra_channels import extra_channels
     >>> kernel = np.ones([3, 3, 2, 1])            # two removed input channels
-    >>> pattern, rows = extra_channels(np.array([[[2.0, 0.5]]]), kernel)
+    >>> pattern, rows, _ = extra_channels(np.array([[[2.0, 0.5]]]), kernel)
     >>> pattern is None, rows.shape, float(rows[0, 0, 0, 0])   # ones channel
     (True, (3, 3, 1, 1), 2.5)
 
@@ -32,31 +32,41 @@ from tf1prune.export.names import split_input
 SUFFIX = '/shrink_ones'
 
 
-def extra_channels(x, kernel):
+def extra_channels(x, kernel, fold=False):
   """The extra input channels that give what removed channels `x` gave.
 
   Args:
     x: float64 `[1, 1, R]` (a constant per channel) or `[H, W, R]` (a map):
       the removed channels' values at the conv's input.
     kernel: `[kh, kw, R, O]`, the conv's weights on those channels.
+    fold: the conv does not pad, so that a value the same at every position
+      can go to its bias: the most frequent value vector (the interior) is
+      taken out of the map and returned as `base`, one channel fewer.
 
   Returns:
-    (pattern, rows): `pattern` None (one channel of ones) or float64
-    `[H, W, k]`; `rows` float64 `[kh, kw, k, O]`, the extra weights.
+    (pattern, rows, base): `pattern` None (one channel of ones) or float64
+    `[H, W, k]`; `rows` float64 `[kh, kw, k, O]`, the extra weights; `base`
+    None or float64 `[R]`, the value taken out (its contribution is the same
+    at every position, for the bias).
   """
   kernel = np.asarray(kernel, np.float64)
   flat = x.reshape(-1, x.shape[-1])
-  vectors, inverse = np.unique(flat, axis=0, return_inverse=True)
+  vectors, inverse, counts = np.unique(flat, axis=0, return_inverse=True,
+                                       return_counts=True)
+  base = None
+  if fold and len(vectors) > 1:
+    base = vectors[int(np.argmax(counts))]
+    vectors = vectors - base
   if len(vectors) == 1:
-    return None, np.tensordot(vectors[0], kernel, axes=([0], [2]))[:, :, None]
+    return None, np.tensordot(vectors[0], kernel, axes=([0], [2]))[:, :, None], base
   inverse = inverse.reshape(-1)
   used = [q for q in range(len(vectors)) if vectors[q].any()]
   if len(used) >= x.shape[-1]:
-    return np.array(x, np.float64), kernel
+    return np.array(x if base is None else x - base, np.float64), kernel, base
   pattern = np.stack([(inverse == q).reshape(x.shape[:2]) for q in used],
                      axis=-1).astype(np.float64)
   rows = np.tensordot(vectors[used], kernel, axes=([1], [2]))  # k, kh, kw, O
-  return pattern, np.transpose(rows, (1, 2, 0, 3))
+  return pattern, np.transpose(rows, (1, 2, 0, 3)), base
 
 
 def _const(value, dtype):

@@ -58,6 +58,14 @@ from tf1prune.export.shrink.regions import explore, find_layers
 from tf1prune.export.shrink.report import LayerShrink, ShrinkReport, ShrinkStop
 
 _MAX_ROUNDS = 32
+OBJECTIVES = ('flops', 'params')
+
+
+def check_objective(objective):
+  """Raises ValueError unless `objective` is one of `OBJECTIVES`."""
+  if objective not in OBJECTIVES:
+    raise ValueError("objective must be 'flops' or 'params', got %r; 'flops' "
+                     "makes the graph fastest, 'params' smallest" % (objective,))
 
 
 def _stats(g, layer):
@@ -90,7 +98,7 @@ def _write_back(g):
   g.changed = set()
 
 
-def _round(g, layers, fold_borders):
+def _round(g, layers, fold_borders, objective):
   """One pass over the layers with empty outputs: (changed, stops)."""
   position = {name: i for i, name in enumerate(g.order())}
   done, stops, changed = set(), [], False
@@ -100,13 +108,15 @@ def _round(g, layers, fold_borders):
       continue
     region = explore(g, layers, name)
     done.update(region.ids)
-    removed, found = shrink_region(g, region, fold_borders, position)
+    removed, found = shrink_region(g, region, fold_borders, position,
+                                   objective)
     changed = changed or removed > 0
     stops.extend(found)
   return changed, stops
 
 
-def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
+def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
+                     objective='flops'):
   """Returns a smaller copy of frozen `graph_def` and a `ShrinkReport`.
 
   Args:
@@ -119,6 +129,12 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
       input channel of ones (`<conv>/shrink_ones`, counted in the report's
       parameters and FLOPs; the report's `inputs` leave it out). False: such
       channels stay.
+    objective: what the cost rule for removed channels that padding makes
+      vary over the positions minimizes: 'flops' (default: they are always
+      removed, through at most as many extra channels as they were, the
+      interior value in the bias) or 'params' (they stay where the
+      `[1, H, W, k]` pattern of the extra channels has more entries than the
+      weights it replaces).
 
   Returns:
     (graph_def, report): the shrunk GraphDef (same node names, smaller
@@ -131,10 +147,11 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
     where and why empty channels had to stay.
 
   Raises:
-    ValueError: an output name is not in the graph, or the graph does not
-      import.
+    ValueError: an output name is not in the graph, `objective` is not
+      'flops' or 'params', or the graph does not import.
   """
   outputs = output_names(output_node_names)
+  check_objective(objective)
   check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
   copy = prepare_graph_def(graph_def, outputs)
   g = FrozenGraph(copy, outputs)
@@ -142,7 +159,7 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
   before = [_stats(g, layer) for layer in layers.values()]
   stops = []
   for _ in range(_MAX_ROUNDS):
-    changed, stops = _round(g, layers, fold_borders)
+    changed, stops = _round(g, layers, fold_borders, objective)
     _write_back(g)
     g.shapes = static_shapes(copy)
     if not changed:
@@ -155,7 +172,7 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True):
   return copy, ShrinkReport(rows, stops, outputs, skipped)
 
 
-def shrink_pb(path, output_node_names, output_path=None):
+def shrink_pb(path, output_node_names, output_path=None, objective='flops'):
   """Shrinks the binary frozen GraphDef file `path`; returns the report.
 
   Args:
@@ -164,6 +181,7 @@ def shrink_pb(path, output_node_names, output_path=None):
     output_path: where to write the shrunk graph; default `path` itself. The
       file is replaced in one rename. Attributes at their op's default value
       are left out, so TF 1.15 loads what TF 2.x writes.
+    objective: 'flops' or 'params', as for `shrink_graph_def`.
 
   Returns:
     The `ShrinkReport`, with `file_bytes_before` and `file_bytes_after` set.
@@ -178,7 +196,8 @@ def shrink_pb(path, output_node_names, output_path=None):
     graph_def.ParseFromString(data)
   except Exception as e:  # protobuf's DecodeError differs by version.
     raise ValueError('%s is not a binary GraphDef: %s' % (path, e))
-  small, report = shrink_graph_def(graph_def, output_node_names)
+  small, report = shrink_graph_def(graph_def, output_node_names,
+                                   objective=objective)
   out = small.SerializeToString()
   with write_atomically(output_path or path) as f:
     f.write(out)
