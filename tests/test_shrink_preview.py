@@ -38,7 +38,7 @@ def _mobile_block_net(rs):
   tf.identity(tf1prune.masked_fully_connected(
       net, 10, activation_fn=None, scope='logits'), name='y')
   return tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
-      'target_sparsity=0.5,sparsity_function_end_step=1,'
+      'target_sparsity=0.5,sparsity_function_end_step=1,pruning_frequency=1,'
       'granularity_map=[.*:coupled_filter],do_not_prune=[logits]'))
 
 
