@@ -52,6 +52,8 @@ def test_the_preview_is_what_the_strip_tool_then_reports(objective, tmp_path):
       sess.run(tf.assign(step, 1))
       sess.run(pruning.mask_update_op())
       preview = tf1prune.shrink_preview(sess, ['y'], objective=objective)
+      assert pruning.shrink_preview(sess, 'y', objective).to_dict() == \
+          preview.to_dict()
       tf.train.Saver().save(sess, str(tmp_path / 'model.ckpt'),
                             global_step=step)
   out = tmp_path / 'out'
