@@ -8,11 +8,11 @@ from graph_support import const as _const, consts as _consts, run as _run
 from tf1prune.export.shrink.run import shrink_graph_def
 
 
-def _block(rs, removed=10, channels=16, outputs=4, size=5):
+def _block(rs, removed=10, channels=16, outputs=4, size=5, batch=None):
   """conv1 1x1 (`removed` of `channels` filters empty, biases > 0) -> relu
   -> depthwise 3x3 SAME -> bias -> relu6 -> conv2 1x1 (`outputs`) = y: a
   MobileNet block. Returns (feed, the values conv2 reads, conv2's weight)."""
-  x = tf.placeholder(tf.float32, [None, size, size, 2], name='x')
+  x = tf.placeholder(tf.float32, [batch, size, size, 2], name='x')
   w1 = rs.randn(1, 1, 2, channels).astype(np.float32)
   w1[..., :removed] = 0.0
   h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, _const(w1), [1] * 4, 'SAME'),
@@ -100,3 +100,20 @@ def test_an_unknown_objective_is_refused_with_the_choices():
                      r"'params', got 'speed'"):
     shrink_graph_def(tf.get_default_graph().as_graph_def(), ['y'],
                      objective='speed')
+
+
+def test_where_the_shape_is_known_the_extra_channels_are_one_constant():
+  feed, h, _ = _block(np.random.RandomState(1), batch=2)
+  graph_def = tf.get_default_graph().as_graph_def()
+  small, report = shrink_graph_def(graph_def, ['y'])
+  expected = _run(graph_def, feed)
+  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+                             atol=1e-5 * np.abs(expected).max())
+  assert report.stops == []
+  added = {n.name.partition('/shrink_ones')[2]: n.op for n in small.node
+           if '/shrink_ones' in n.name}
+  assert added == {'': 'ConcatV2', '/map': 'Const', '/axis': 'Const'}
+  pattern = _consts(small)['y/shrink_unfolded/shrink_ones/map']
+  assert pattern.shape == (2, 5, 5, 8)
+  np.testing.assert_array_equal(pattern[0], pattern[1])
+  assert pattern[0].sum() == 5 * 5 - 3 * 3

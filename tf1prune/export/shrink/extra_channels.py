@@ -16,7 +16,9 @@ value vectors over the positions:
     conv(concat([x_kept, ones * pattern]), concat([w_kept, rows], axis=2))
 
 `ones` is `Fill(Shape(x_kept[..., :1]), 1)` (any batch size, any height and
-width); `pattern` (`[1, H, W, k]`, left out when it is all ones) holds the
+width) where the input's shape is not known; where it is (batch size
+included), `ones * pattern` is one `[N, H, W, k]` constant (`.../map`),
+built once: no op runs per call but the ConcatV2; `pattern` (`[1, H, W, k]`, left out when it is all ones) holds the
 indicator of each distinct value vector, or the removed values themselves
 when there are fewer channels than vectors; `rows` is what each extra channel
 is worth to the conv. Every deployment stack computes this form exactly,
@@ -135,6 +137,9 @@ def append_channels(g, layer, pattern, rows, pad=None):
   base, i = layer.node.name + SUFFIX, 1
   while any(n == base or n.startswith(base + '/') for n in g.nodes):
     base, i = '%s_%d' % (layer.node.name + SUFFIX, i), i + 1
+  shape = g.shapes.get(split_input(source)[0])
+  if split_input(source)[1] == 0 and shape and None not in shape:
+    return _append_constant(g, layer, base, shape, pattern, rows, pad)
   form = 'pad' if pad is not None else (None if pattern is None else 'mul')
   nodes = _nodes(dtype, form)
   if form == 'mul':
@@ -146,19 +151,8 @@ def append_channels(g, layer, pattern, rows, pad=None):
     node.name = base + suffix
     node.input[:] = [{'.': source, '>': probe}.get(ref, base + ref)
                      for ref in node.input]
-  for node in nodes.values():
-    added = g.graph_def.node.add()
-    added.CopyFrom(node)
-    g.nodes[added.name] = added
-  for suffix in nodes:
-    node = g.nodes[base + suffix]
-    for index, ref in enumerate(node.input):
-      name, port = split_input(ref)
-      g.users[name].append((node, index, port))
+  _insert(g, layer, base, nodes)
   name, port = split_input(source)
-  g.users[name] = [u for u in g.users[name] if u[0] is not layer.node]
-  g.users[base].append((layer.node, 0, 0))
-  layer.node.input[0] = base
   shape = g.shapes.get(name) if port == 0 else None
   probe_shape = g.shapes.get(split_input(probe)[0])
   if probe_shape:
@@ -172,3 +166,59 @@ def append_channels(g, layer, pattern, rows, pad=None):
                                            axis=2))
   g.extra.setdefault(layer.node.name, []).append((rows.shape[2], pattern))
   return [base + '/one'] + ([base + '/pattern'] if form == 'mul' else [])
+
+
+def _insert(g, layer, base, nodes):
+  """Adds `nodes` to `g` and makes `base` (their ConcatV2) `layer`'s input."""
+  for node in nodes.values():
+    added = g.graph_def.node.add()
+    added.CopyFrom(node)
+    g.nodes[added.name] = added
+  for suffix in nodes:
+    node = g.nodes[base + suffix]
+    for index, ref in enumerate(node.input):
+      name, port = split_input(ref)
+      g.users[name].append((node, index, port))
+  name, _ = split_input(layer.node.input[0])
+  g.users[name] = [u for u in g.users[name] if u[0] is not layer.node]
+  g.users[base].append((layer.node, 0, 0))
+  layer.node.input[0] = base
+
+
+def _append_constant(g, layer, base, shape, pattern, rows, pad):
+  """`append_channels` where the input's shape [N, H, W, C] is known: the
+  extra channels are one `[N, H, W, k]` constant, built once, concatenated
+  to the data (no per-call op besides the ConcatV2)."""
+  weight = g.value(layer.weight)
+  dtype = weight.dtype
+  if pad is not None:
+    size = spatial_size_of(g, pad[0])
+    value = np.pad(np.ones(size + [1]), [tuple(p) for p in
+                                        np.asarray(pad[1])[1:3].tolist()] +
+                   [(0, 0)], 'constant')
+  elif pattern is None:
+    value = np.ones(shape[1:3] + [1])
+  else:
+    value = pattern
+  value = np.broadcast_to(value[None], [shape[0]] + list(value.shape))
+  nodes = {'/map': _const(value.astype(dtype), dtype),
+           '/axis': _const(np.int32(3), np.int32),
+           '': _op('ConcatV2', [layer.node.input[0], '/map', '/axis'],
+                   T=dtype, Tidx=tf.int32)}
+  nodes[''].attr['N'].i = 2
+  for suffix, node in nodes.items():
+    node.name = base + suffix
+    node.input[:] = [ref if suffix == '' and index == 0 else base + ref
+                     for index, ref in enumerate(node.input)]
+  _insert(g, layer, base, nodes)
+  g.shapes[base + '/map'] = list(value.shape)
+  g.shapes[base] = shape[:-1] + [shape[-1] + rows.shape[2]]
+  g.set_value(layer.weight, np.concatenate([weight, rows.astype(dtype)],
+                                           axis=2))
+  g.extra.setdefault(layer.node.name, []).append((rows.shape[2], pattern))
+  return [base + '/map']
+
+
+def spatial_size_of(g, tensor):
+  """[H, W] of `tensor` (a name with maybe a port) from `g.shapes`."""
+  return list(g.shapes[split_input(tensor)[0]][1:3])
