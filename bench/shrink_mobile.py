@@ -9,7 +9,9 @@ statistics, strips the checkpoint and shrinks it. Reports the shrink's
 parameter and FLOPs ratios, its stops, the outputs' largest difference, and
 the latency of the shrunk graph against the unshrunk one at batch 1, 16 and
 32, both timed in this process, interleaved, one intra-op thread each
-(paired ratios), with the machine's load average.
+(paired ratios), with the machine's load average: once with the graphs as
+exported (any batch size: extra channels built per call) and once with the
+input's batch size fixed before shrinking (extra channels are constants).
 Results: bench/results/shrink_mobile.json (`--quick`: MobileNet v2 only,
 32x32 input, batch 1 and 2, written to shrink_mobile_quick.json).
 """
@@ -56,6 +58,16 @@ def _prune(name, size, width, directory):
   return logits.op.name
 
 
+def _with_batch(graph_def, batch):
+  """A copy of `graph_def` whose `images` placeholder has batch `batch`."""
+  fixed = tf.GraphDef()
+  fixed.CopyFrom(graph_def)
+  for node in fixed.node:
+    if node.name == 'images':
+      node.attr['shape'].shape.dim[0].size = batch
+  return fixed
+
+
 def measure(name, size, width, batches, repeats):
   """Prunes, strips, shrinks and times net `name`; a dict for the results."""
   work = tempfile.mkdtemp(prefix='shrink_mobile_')
@@ -68,27 +80,41 @@ def measure(name, size, width, batches, repeats):
                 params_ratio=report.params_after / report.params_before,
                 flops_ratio=report.flops_after / report.flops_before,
                 stops=[str(s) for s in report.stops], latency={})
-  big, little = one_thread_session(stripped), one_thread_session(small)
+  graph_def = tf.GraphDef()
+  with open(stripped, 'rb') as f:
+    graph_def.ParseFromString(f.read())
   rs = np.random.RandomState(1)
   for batch in batches:
+    # Any batch size: the extra channels are built per call from the input's
+    # shape. Fixed batch size (as a deployment graph has it): they are
+    # constants, built once.
+    fixed = _with_batch(graph_def, batch)
+    fixed_small, fixed_report = tf1prune.shrink_graph_def(fixed, [output])
+    pairs = {'any_batch': (stripped, small),
+             'fixed_batch': (fixed, fixed_small)}
     feed = {'images:0': rs.uniform(0, 1, [batch, size, size, 3]).astype(
         np.float32)}
-    want = big.run(output + ':0', feed)
-    got = little.run(output + ':0', feed)
-    load = load_average()
-    samples = interleaved_samples(
-        {'unshrunk': lambda f=feed: big.run(output + ':0', f),
-         'shrunk': lambda f=feed: little.run(output + ':0', f)}, repeats)
-    ratio = paired_ratio(samples, 'shrunk', 'unshrunk')
-    result['latency'][str(batch)] = dict(
-        ratio=ratio, medians_s=medians(samples), samples_s=samples,
-        load_before=load, load_after=load_average(),
-        max_diff=float(np.abs(got - want).max() / np.abs(want).max()))
-    print('%s batch %d: shrunk/unshrunk latency %.3f (FLOPs %.3f, latency/'
-          'FLOPs %.2f), max diff %.1e' % (
-              name, batch, ratio, result['flops_ratio'],
-              ratio / result['flops_ratio'],
-              result['latency'][str(batch)]['max_diff']))
+    entry = result['latency'][str(batch)] = {
+        'fixed_batch_flops_ratio':
+            fixed_report.flops_after / fixed_report.flops_before}
+    for key, (unshrunk, shrunk) in pairs.items():
+      big, little = one_thread_session(unshrunk), one_thread_session(shrunk)
+      want = big.run(output + ':0', feed)
+      got = little.run(output + ':0', feed)
+      load = load_average()
+      samples = interleaved_samples(
+          {'unshrunk': lambda f=feed: big.run(output + ':0', f),
+           'shrunk': lambda f=feed: little.run(output + ':0', f)}, repeats)
+      ratio = paired_ratio(samples, 'shrunk', 'unshrunk')
+      entry[key] = dict(
+          ratio=ratio, medians_s=medians(samples), samples_s=samples,
+          load_before=load, load_after=load_average(),
+          max_diff=float(np.abs(got - want).max() / np.abs(want).max()))
+      print('%s batch %d (%s): shrunk/unshrunk latency %.3f (FLOPs %.3f, '
+            'latency/FLOPs %.2f), max diff %.1e, load %.1f' % (
+                name, batch, key, ratio, result['flops_ratio'],
+                ratio / result['flops_ratio'], entry[key]['max_diff'],
+                load or 0.0))
   print('%s width %s at %dx%d: params x%.3f, FLOPs x%.3f, %d stops' % (
       name, width, size, size, result['params_ratio'], result['flops_ratio'],
       len(report.stops)))
