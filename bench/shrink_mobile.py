@@ -44,13 +44,7 @@ def _prune(name, size, width, directory):
     rs = np.random.RandomState(0)
     with tf.Session() as sess:
       sess.run(tf.global_variables_initializer())
-      for var in tf.global_variables():
-        base = var.op.name.rsplit('/', 1)[-1]
-        shape = var.get_shape().as_list()
-        if base in ('beta', 'moving_mean', 'biases'):
-          var.load(rs.normal(0, 0.1, shape).astype(np.float32), sess)
-        elif base in ('gamma', 'moving_variance'):
-          var.load(rs.uniform(0.5, 1.5, shape).astype(np.float32), sess)
+      _mobile_nets.randomize_normalization(sess, rs)
       sess.run(tf.assign(step, 1))
       sess.run(update)
       tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'),

@@ -59,13 +59,7 @@ def prune_net(name, size, directory, steps=3, batch=2):
     rs = np.random.RandomState(0)
     with tf.Session() as sess:
       sess.run(tf.global_variables_initializer())
-      for var in tf.global_variables():
-        base = var.op.name.rsplit('/', 1)[-1]
-        shape = var.get_shape().as_list()
-        if base in ('beta', 'moving_mean', 'biases'):
-          var.load(rs.normal(0, 0.2, shape).astype(np.float32), sess)
-        elif base in ('gamma', 'moving_variance'):
-          var.load(rs.uniform(0.5, 1.5, shape).astype(np.float32), sess)
+      _mobile_nets.randomize_normalization(sess, rs)
       for _ in range(steps):
         sess.run(update, {images: rs.uniform(0, 1, [batch, size, size, 3]),
                           labels: rs.randint(0, 10, [batch])})
