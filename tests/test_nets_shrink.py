@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tf1prune
-from tests import nets_shrink_support as support
+import nets_shrink_support as support
 
 _CHANNELS = ('waits on the channels branch: the shrink does not yet go '
              'through SE gates (Mul of two tensors, Reshape to [N, 1, 1, C]) '
