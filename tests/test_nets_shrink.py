@@ -21,16 +21,16 @@ _CHANNELS = ('waits on the channels branch: the shrink does not yet go '
 @pytest.mark.slow
 @pytest.mark.parametrize('name', [
     pytest.param('mobilenet_v1', marks=pytest.mark.xfail(
-        strict=True, reason='8 indicator channels per 1x1 conv after a '
-        'stride-1 padded depthwise conv: FLOPs x0.303 against the ideal '
-        'x0.274 at 64x64 (11% over; the padding stops are gone)')),
+        raises=AssertionError, strict=True, reason='8 indicator channels '
+        'per 1x1 conv after a stride-1 padded depthwise conv: FLOPs x0.303 '
+        'against the ideal x0.274 at 64x64 (11% over; no stops left)')),
     'mobilenet_v2',
     pytest.param('se_resnet', marks=pytest.mark.xfail(
-        strict=True, reason=_CHANNELS)),
+        raises=AssertionError, strict=True, reason=_CHANNELS)),
     pytest.param('efficientnet_b0', marks=pytest.mark.xfail(
-        strict=True, reason=_CHANNELS)),
+        raises=AssertionError, strict=True, reason=_CHANNELS)),
     pytest.param('mobilenet_v3_small', marks=pytest.mark.xfail(
-        strict=True, reason=_CHANNELS))])
+        raises=AssertionError, strict=True, reason=_CHANNELS))])
 def test_pruned_mobile_net_shrinks_to_its_ideal_with_equal_outputs(
     name, tmp_path):
   net = support.prune_net(name, 64, str(tmp_path))
