@@ -15,9 +15,10 @@ from tf1prune import _moved
 from tf1prune import slim_compat  # use_tf1prune_batch_norm(): tf_slim.nets on TF 2.x
 from tf1prune.channel_groups import (ChannelGroup, GroupMember,
                                      find_channel_groups, format_channel_groups)
-from tf1prune.export import (ShrinkReport, StripReport, graph_def_from_checkpoint,
+from tf1prune.export import (ShrinkReport, StripReport, TrainingGraphError,
+                             graph_def_from_checkpoint, inference_graph_def,
                              shrink_graph_def, shrink_pb, strip_checkpoint,
-                             strip_pruning_vars_fn)
+                             strip_pruning_vars_fn, write_inference_graph)
 from tf1prune.hooks import PruningHook, train
 from tf1prune.hparams import HParams, get_pruning_hparams
 from tf1prune.layers import masked_conv2d, masked_convolution, masked_fully_connected
@@ -75,5 +76,6 @@ __all__ = [
     # Exporting, stripping and shrinking frozen graphs (tf1prune.export).
     'ShrinkReport', 'StripReport', 'shrink_graph_def', 'shrink_pb',
     'ShrinkPreviewHook', 'shrink_preview',
-    'strip_checkpoint',
+    'strip_checkpoint', 'TrainingGraphError', 'inference_graph_def',
+    'write_inference_graph',
 ]

@@ -12,6 +12,9 @@ writes files, so it runs in a process of its own (`strip_pruning_vars`,
   constants `weight * mask`, with a `StripReport`.
 - `graph_def_from_checkpoint`, `strip_pruning_vars_fn`: the same in two steps,
   in memory (contrib's names).
+- `inference_graph_def`, `write_inference_graph`: the model rebuilt for
+  inference (`is_training=False`) frozen with a training checkpoint; a
+  training graph is refused (`TrainingGraphError`, `training_ops`).
 - `shrink_graph_def`, `shrink_pb`: remove output channels whose filters are all
   zero, and the inputs that read them (`ShrinkReport`).
 - `prune_checkpoint`: one-shot pruning of a saved checkpoint.
@@ -25,7 +28,9 @@ variable values), `graph_index` (nodes by name, consumers), `_lazy_graph` (a
 GraphDef whose constants are read when written; pruning), `_freeze` and
 `resources` (variables become constants), `_fold` (masks into weights),
 `attrs` (attributes at their default), `stream` and `atomic` (writing),
-`_report` and `table` (what was written). The shrink is the subpackage
+`_report` and `table` (what was written), `training_ops` (no training-mode
+ops frozen by accident), `inference` (rebuilt models), `progress` (a
+callback, and the console scripts' terminal line). The shrink is the subpackage
 `tf1prune.export.shrink`; checkpoint pruning is `checkpoint_prune`;
 `graph_io` keeps the old `tf1prune.graph_io` names. Modules without a
 leading underscore are imported by other subpackages too.
@@ -38,10 +43,13 @@ from tf1prune.export.shrink import (LayerShrink, ShrinkReport, ShrinkStop,
                                      shrink_graph_def, shrink_pb)
 from tf1prune.export._strip import (graph_def_from_checkpoint, strip_checkpoint,
                                     strip_pruning_vars_fn)
+from tf1prune.export.inference import inference_graph_def, write_inference_graph
+from tf1prune.export.training_ops import TrainingGraphError
 from tf1prune.export._tflite import TFLiteReport, write_tflite
 
 __all__ = ['CheckpointPruneError', 'LayerShrink', 'LayerStats', 'ShrinkReport',
-           'ShrinkStop', 'StripReport', 'graph_def_from_checkpoint',
+           'ShrinkStop', 'StripReport', 'TrainingGraphError',
+           'graph_def_from_checkpoint', 'inference_graph_def',
            'prune_checkpoint', 'shrink_graph_def', 'shrink_pb',
            'strip_checkpoint', 'strip_pruning_vars_fn', 'TFLiteReport',
-           'write_atomically', 'write_tflite']
+           'write_atomically', 'write_inference_graph', 'write_tflite']

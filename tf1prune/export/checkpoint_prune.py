@@ -44,11 +44,11 @@ import json
 import os
 import re
 import shutil
-import tempfile
 
 import numpy as np
 
-from tf1prune.export import _checkpoint
+from tf1prune.export import _checkpoint, atomic
+from tf1prune.export.progress import notify
 
 _OWN_SUFFIXES = ('/mask', '/threshold', '/lock_mask', '/lock_value',
                  '/lock_captured', '/last_mask_update_step')
@@ -239,15 +239,17 @@ def _match(patterns, candidates, flag):
   return hits
 
 
-def _magnitude_masks(tf, jobs):
+def _magnitude_masks(tf, jobs, progress=None):
   """jobs: list of (scores array, sparsity) -> list of (mask, threshold)."""
   from tf1prune.masks._select import magnitude_mask
   results = []
+  notify(progress, 'pruning weights', 0, len(jobs))
   with tf.Graph().as_default(), tf.Session() as sess:
     for scores, sparsity in jobs:
       placeholder = tf.placeholder(scores.dtype, scores.shape)
       mask, threshold = magnitude_mask(placeholder, sparsity)
       results.append(tuple(sess.run([mask, threshold], {placeholder: scores})))
+      notify(progress, 'pruning weights', len(results), len(jobs))
   return results
 
 
@@ -258,7 +260,11 @@ def _write(values, dtypes, prefix, output_dir, tf):
   if not os.path.isdir(parent):
     raise CheckpointPruneError('--output_dir parent folder %s does not exist'
                                % parent)
-  temp = tempfile.mkdtemp(prefix='.prune_checkpoint-', dir=parent)
+  atomic.remove_stale_staging(output_dir)
+  try:
+    temp = atomic.staging_path(output_dir, 'tmp', directory=True)
+  except ValueError as e:
+    raise CheckpointPruneError('--output_dir: %s' % e)
   try:
     with tf.Graph().as_default(), tf.Session() as sess:
       feeds, variables = {}, {}
@@ -283,7 +289,8 @@ def _write(values, dtypes, prefix, output_dir, tf):
   return os.path.join(output_dir, basename)
 
 
-def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None):
+def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None,
+                     progress=None):
   """Writes a pruned copy of a checkpoint; returns a report.
 
   Args:
@@ -293,6 +300,8 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None):
       to that fraction of zeros by magnitude.
     zero: list of (regex, NumPy index): entries to set to zero (and lock, if
       the graph locks that weight).
+    progress: optional `progress(stage, done, total, fraction)` callable
+      (`tf1prune.export.progress`): variables read, weights pruned.
 
   Returns:
     A dict: 'checkpoint' (the new prefix) and 'weights', a list of dicts
@@ -330,9 +339,11 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None):
   targets = _match(sorted(sparsity), candidates, '--sparsity')
   zero_targets = _match(sorted({r for r, _ in zero}), candidates, '--zero')
 
-  values = {name: reader.get_tensor(name) for name in shapes}
-  for name in list(values):
-    values[name] = np.asarray(values[name])
+  values = {}
+  notify(progress, 'reading variables', 0, len(shapes))
+  for name in sorted(shapes):
+    values[name] = np.asarray(reader.get_tensor(name))
+    notify(progress, 'reading variables', len(values), len(shapes))
   report = []
   changed = sorted(set(targets) | set(zero_targets))
   selections = {}
@@ -357,7 +368,7 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None):
       scores = np.abs(effective)
       scores[selections[name]] = 0
       jobs.append((scores, sparsity[targets[name]]))
-  computed = iter(_magnitude_masks(tf, jobs))
+  computed = iter(_magnitude_masks(tf, jobs, progress))
   for name in changed:
     weight = values[name]
     old_mask = (values[masks[name]] if name in masks

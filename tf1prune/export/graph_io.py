@@ -1,14 +1,14 @@
 """The old `tf1prune.graph_io` names, now in one module per concern.
 
-    >>> from tf1prune.export import atomic as _atomic, _graph_io
-    >>> _graph_io.write_atomically is _atomic.write_atomically
+    >>> from tf1prune.export import atomic, graph_io
+    >>> graph_io.write_atomically is atomic.write_atomically
     True
 
 Earlier docs sent users to `tf1prune.graph_io.write_atomically`; `_moved`
 keeps that path working through this module. New code imports from where
-each name lives: `_names` (input and output names), `_checkpoint` (prefix,
-meta graph), `_attrs` (attributes at their default), `_stream` (node by node
-serialization, byte counts), `_atomic` (atomic files).
+each name lives: `names` (input and output names), `_checkpoint` (prefix,
+meta graph), `attrs` (attributes at their default), `stream` (node by node
+serialization, byte counts), `atomic` (atomic files).
 """
 
 # pylint: disable=unused-import

@@ -50,6 +50,7 @@ import tensorflow.compat.v1 as tf
 from tf1prune.export.atomic import write_atomically
 from tf1prune.export.attrs import op_defs, strip_default_attrs
 from tf1prune.export.names import check_outputs, output_names
+from tf1prune.export.progress import notify
 from tf1prune.export.shrink.rewrite import own_bias, shrink_region
 from tf1prune.export.shrink.removed_values import empty_filters, extra_count
 from tf1prune.export.shrink.frozen_graph import FrozenGraph, static_shapes
@@ -98,11 +99,12 @@ def _write_back(g):
   g.changed = set()
 
 
-def _round(g, layers, fold_borders, objective):
+def _round(g, layers, fold_borders, objective, progress=None, stage=''):
   """One pass over the layers with empty outputs: (changed, stops)."""
   position = {name: i for i, name in enumerate(g.order())}
   done, stops, changed = set(), [], False
-  for name, layer in layers.items():
+  for count, (name, layer) in enumerate(layers.items()):
+    notify(progress, stage, count, len(layers))
     if layer.kind == 'depthwise' or name in done or \
         not _empty_outputs(g, layer):
       continue
@@ -112,11 +114,12 @@ def _round(g, layers, fold_borders, objective):
                                    objective)
     changed = changed or removed > 0
     stops.extend(found)
+  notify(progress, stage, len(layers), len(layers))
   return changed, stops
 
 
 def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
-                     objective='flops'):
+                     objective='flops', progress=None):
   """Returns a smaller copy of frozen `graph_def` and a `ShrinkReport`.
 
   Args:
@@ -135,6 +138,8 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
       interior value in the bias) or 'params' (they stay where the
       `[1, H, W, k]` pattern of the extra channels has more entries than the
       weights it replaces).
+    progress: optional `progress(stage, done, total, fraction)` callable
+      (`tf1prune.export.progress`): layers done of each round.
 
   Returns:
     (graph_def, report): the shrunk GraphDef (same node names, smaller
@@ -153,13 +158,16 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   outputs = output_names(output_node_names)
   check_objective(objective)
   check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
+  notify(progress, 'preparing the graph', 0, 1)
   copy = prepare_graph_def(graph_def, outputs)
+  notify(progress, 'preparing the graph', 1, 1)
   g = FrozenGraph(copy, outputs)
   layers, skipped = find_layers(g)
   before = [_stats(g, layer) for layer in layers.values()]
   stops = []
-  for _ in range(_MAX_ROUNDS):
-    changed, stops = _round(g, layers, fold_borders, objective)
+  for round_index in range(_MAX_ROUNDS):
+    changed, stops = _round(g, layers, fold_borders, objective, progress,
+                            'shrinking layers (round %d)' % (round_index + 1))
     _write_back(g)
     g.shapes = static_shapes(copy)
     if not changed:
@@ -172,7 +180,8 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   return copy, ShrinkReport(rows, stops, outputs, skipped)
 
 
-def shrink_pb(path, output_node_names, output_path=None, objective='flops'):
+def shrink_pb(path, output_node_names, output_path=None, objective='flops',
+              progress=None):
   """Shrinks the binary frozen GraphDef file `path`; returns the report.
 
   Args:
@@ -182,6 +191,7 @@ def shrink_pb(path, output_node_names, output_path=None, objective='flops'):
       file is replaced in one rename. Attributes at their op's default value
       are left out, so TF 1.15 loads what TF 2.x writes.
     objective: 'flops' or 'params', as for `shrink_graph_def`.
+    progress: as `shrink_graph_def`'s.
 
   Returns:
     The `ShrinkReport`, with `file_bytes_before` and `file_bytes_after` set.
@@ -197,7 +207,7 @@ def shrink_pb(path, output_node_names, output_path=None, objective='flops'):
   except Exception as e:  # protobuf's DecodeError differs by version.
     raise ValueError('%s is not a binary GraphDef: %s' % (path, e))
   small, report = shrink_graph_def(graph_def, output_node_names,
-                                   objective=objective)
+                                   objective=objective, progress=progress)
   out = small.SerializeToString()
   with write_atomically(output_path or path) as f:
     f.write(out)
