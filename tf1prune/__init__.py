@@ -33,6 +33,7 @@ from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
 from tf1prune.normalization import batch_norm
 from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
+from tf1prune.preview import ShrinkPreviewHook, shrink_preview
 from tf1prune.pruning import Pruning
 from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
 from tf1prune.rnn_wrappers import DropoutWrapper, MultiRNNCell, ResidualWrapper
@@ -74,6 +75,7 @@ __all__ = [
     'format_channel_groups',
     # Exporting, stripping and shrinking frozen graphs (tf1prune.export).
     'ShrinkReport', 'StripReport', 'shrink_graph_def', 'shrink_pb',
+    'ShrinkPreviewHook', 'shrink_preview',
     'strip_checkpoint', 'TrainingGraphError', 'inference_graph_def',
     'write_inference_graph',
 ]

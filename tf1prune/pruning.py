@@ -234,6 +234,16 @@ class Pruning(object):
     graph = records[0].mask.graph if records else None
     return _coupled_pruning.plan_coupled(targets, records, graph)
 
+  def shrink_preview(self, sess, output_node_names, objective='flops'):
+    """The `ShrinkReport` the exported, shrunk graph will have, from `sess`.
+
+    `tf1prune.shrink_preview` (FLOPs, parameters and stops with the current
+    masks), equal to what `strip_pruning_vars --shrink` reports for a
+    checkpoint of `sess`.
+    """
+    from tf1prune import preview  # pylint: disable=g-import-not-at-top
+    return preview.shrink_preview(sess, output_node_names, objective)
+
   def coupled_groups(self):
     """Returns the channel groups pruned as units (`coupled_filter`).
 

@@ -16,7 +16,9 @@ missing), `--filename` (default `pruning_stripped.pb`; joined to
 `--allow_no_masks`, `--allow_training_ops` (freeze a graph in training mode:
 batch statistics, dropout; refused otherwise), `--quiet` (no progress line;
 there is one only when stderr is a terminal), `--shrink` (also remove the output channels whose filters
-are entirely zero, `tf1prune.shrink`), `--tflite PATH` (TF 2.x: also write a
+are entirely zero, `tf1prune.shrink`; `--shrink_objective=flops|params`: what
+its cost rule for channels that padding makes vary minimizes, default flops),
+`--tflite PATH` (TF 2.x: also write a
 TFLite model, sparse-encoded when that is smaller). Prints the per-layer
 sparsity table of the written graph (with `--shrink` the parameters and FLOPs
 per layer, with `--tflite` its size and max diff against the .pb).
@@ -92,6 +94,11 @@ def parse_args(argv):
                       type=_bool,
                       help='also remove the output channels whose filters are '
                            'all zero, and the inputs that read them')
+  parser.add_argument('--shrink_objective', default='flops',
+                      choices=('flops', 'params'),
+                      help='with --shrink: what the cost rule minimizes where '
+                           'padding makes removed channels vary (flops: '
+                           'fastest graph, params: smallest)')
   parser.add_argument('--tflite', default=None, metavar='PATH',
                       help='TF 2.x: also write a TFLite model of the .pb to '
                            'PATH (sparse encoding when smaller)')
@@ -164,7 +171,8 @@ def _run(args, progress=None):
       report.shrink_report = None
       if args.shrink:
         report.shrink_report = export.shrink_pb(
-            staged, args.output_node_names, progress=progress)
+            staged, args.output_node_names, objective=args.shrink_objective,
+            progress=progress)
       report.tflite_report = None
       if args.tflite:
         from tf1prune.export import write_tflite  # pylint: disable=g-import-not-at-top

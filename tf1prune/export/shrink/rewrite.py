@@ -149,8 +149,29 @@ def _sink_update(g, layer, x, rows, keep):
     _fold(g, layer, uniform, keep)
     return None
   kernel = g.value(layer.weight)[:, :, rows, :]
-  pattern, weights = extra_channels(x, kernel)
+  pattern, weights, base = _cheapest_channels(g, layer, x, kernel)
+  if base is not None:
+    _fold(g, layer, _contribution(g, layer, base[None, None], rows), keep)
   return pattern, weights, _padded_ones(g, layer, pattern)
+
+
+def _cheapest_channels(g, layer, x, kernel):
+  """`extra_channels` of `x` for `layer`: ones padded like the data where
+  that is the pattern, else with the interior value in the bias where the
+  conv reads no padding and that saves a channel."""
+  pattern, weights, base = extra_channels(x, kernel)
+  if _padded_ones(g, layer, pattern) is not None or not _unpadded(g, layer):
+    return pattern, weights, base
+  folded = extra_channels(x, kernel, fold=True)
+  return folded if folded[1].shape[2] < weights.shape[2] else (
+      pattern, weights, base)
+
+
+def _unpadded(g, layer):
+  """True if conv `layer` reads no padding (a constant input gives the same
+  output everywhere)."""
+  pads = layer_pads(g, layer.node, g.value(layer.weight).shape[:2])
+  return pads is not None and not np.any(pads)
 
 
 def _padded_ones(g, layer, pattern):
@@ -183,7 +204,8 @@ def _first_sum(region, position, classes, cls):
   return None
 
 
-def _decide(g, region, fold_borders, position, classes, values, reasons):
+def _decide(g, region, fold_borders, position, classes, values, reasons,
+            objective):
   """({class: (node, op, reason)} of classes that stay, dead source ids)."""
   block, dead = {}, set()
   for tensor, why in region.pins:
@@ -221,7 +243,8 @@ def _decide(g, region, fold_borders, position, classes, values, reasons):
     for c in classes[tensor][nonzero]:
       block.setdefault(c, node + (limit + ': only channels whose constant '
                                   'is 0 are removed',))
-  _block_costly_maps(g, region, classes, values, dead, block)
+  _block_costly_maps(g, region, classes, values, dead, block, position,
+                     objective)
   for tensor in region.ids:
     gone = [c for c in classes[tensor] if c in dead and c not in block]
     if len(gone) == classes[tensor].size:
@@ -230,10 +253,27 @@ def _decide(g, region, fold_borders, position, classes, values, reasons):
   return block, dead
 
 
-def _block_costly_maps(g, region, classes, values, dead, block):
+def _padded_before(g, region, position, classes, c, sink):
+  """(name, op) of the last padded depthwise conv, Pad or pool before `sink`
+  that holds class `c`: where a constant channel became a map."""
+  limit = position.get(sink.node.name, len(position))
+  found = (sink.node.name, sink.node.op)
+  for op in sorted(region.ops, key=lambda o: position.get(o.node.name, 0)):
+    if position.get(op.node.name, 0) >= limit:
+      break
+    if op.kind in ('depthwise', 'pad', 'pool') and c in classes[op.output]:
+      found = (op.node.name, op.node.op)
+  return found
+
+
+def _block_costly_maps(g, region, classes, values, dead, block, position,
+                       objective):
   """Keeps the channels whose values vary over the positions at a conv that
   would need a `[1, H, W, k]` pattern for them costing more parameters than
-  its weights on them."""
+  its weights on them (`objective='params'`; for 'flops' the extra channels
+  never outnumber the rows they replace, so nothing is kept)."""
+  if objective == 'flops':
+    return
   for layer, tensor in region.sinks:
     if layer.kind != 'conv':
       continue
@@ -246,18 +286,20 @@ def _block_costly_maps(g, region, classes, values, dead, block):
     if _uniform(_contribution(g, layer, x, rows)) is not None:
       continue
     kernel = g.value(layer.weight)[:, :, rows, :]
-    pattern, weights = extra_channels(x, kernel)
+    pattern, weights, _ = _cheapest_channels(g, layer, x, kernel)
     if pattern is None or _padded_ones(g, layer, pattern) is not None or \
         pattern.size + weights.size < kernel.size:
       continue
     flat = x.reshape(-1, rows.size)
     varying = flat.max(axis=0) != flat.min(axis=0)
     for c in classes[tensor][rows[varying]]:
-      block.setdefault(c, (layer.node.name, layer.node.op,
+      name, op = _padded_before(g, region, position, classes, c, layer)
+      block.setdefault(c, (name, op,
                            'the removed channels vary over the positions '
-                           'here (padding before): an exact [1, H, W, k] '
-                           'pattern of them would cost more parameters than '
-                           'keeping them'))
+                           'after this zero-padded op (at %s): an exact '
+                           '[1, H, W, k] pattern of them would cost more '
+                           'parameters than keeping them (shrink objective '
+                           'params)' % layer.node.name))
 
 
 def _delete(g, const, mask, axis=-1):
@@ -266,8 +308,12 @@ def _delete(g, const, mask, axis=-1):
     g.set_value(const, np.delete(value, np.flatnonzero(mask), axis=axis))
 
 
-def shrink_region(g, region, fold_borders, position=None):
+def shrink_region(g, region, fold_borders, position=None, objective='flops'):
   """Removes the removable classes of `region` from `g`.
+
+  `objective` is what the cost rule for position-dependent removed channels
+  minimizes: 'flops' (they always go, as at most as many extra channels) or
+  'params' (they stay where their pattern costs more parameters).
 
   Returns:
     (number of channel classes removed, [ShrinkStop] for the empty source
@@ -287,7 +333,7 @@ def shrink_region(g, region, fold_borders, position=None):
   classes = {t: region.classes(t) for t in region.ids}
   values, reasons = propagate(g, region, position)
   block, dead = _decide(g, region, fold_borders, position, classes, values,
-                        reasons)
+                        reasons, objective)
   removed = np.array(sorted(c for c in dead if c not in block), np.int64)
   stops = []
   for layer in region.sources:

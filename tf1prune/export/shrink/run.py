@@ -59,6 +59,14 @@ from tf1prune.export.shrink.regions import explore, find_layers
 from tf1prune.export.shrink.report import LayerShrink, ShrinkReport, ShrinkStop
 
 _MAX_ROUNDS = 32
+OBJECTIVES = ('flops', 'params')
+
+
+def check_objective(objective):
+  """Raises ValueError unless `objective` is one of `OBJECTIVES`."""
+  if objective not in OBJECTIVES:
+    raise ValueError("objective must be 'flops' or 'params', got %r; 'flops' "
+                     "makes the graph fastest, 'params' smallest" % (objective,))
 
 
 def _stats(g, layer):
@@ -91,7 +99,7 @@ def _write_back(g):
   g.changed = set()
 
 
-def _round(g, layers, fold_borders, progress=None, stage=''):
+def _round(g, layers, fold_borders, objective, progress=None, stage=''):
   """One pass over the layers with empty outputs: (changed, stops)."""
   position = {name: i for i, name in enumerate(g.order())}
   done, stops, changed = set(), [], False
@@ -102,7 +110,8 @@ def _round(g, layers, fold_borders, progress=None, stage=''):
       continue
     region = explore(g, layers, name)
     done.update(region.ids)
-    removed, found = shrink_region(g, region, fold_borders, position)
+    removed, found = shrink_region(g, region, fold_borders, position,
+                                   objective)
     changed = changed or removed > 0
     stops.extend(found)
   notify(progress, stage, len(layers), len(layers))
@@ -110,7 +119,7 @@ def _round(g, layers, fold_borders, progress=None, stage=''):
 
 
 def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
-                     progress=None):
+                     objective='flops', progress=None):
   """Returns a smaller copy of frozen `graph_def` and a `ShrinkReport`.
 
   Args:
@@ -123,6 +132,12 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
       input channel of ones (`<conv>/shrink_ones`, counted in the report's
       parameters and FLOPs; the report's `inputs` leave it out). False: such
       channels stay.
+    objective: what the cost rule for removed channels that padding makes
+      vary over the positions minimizes: 'flops' (default: they are always
+      removed, through at most as many extra channels as they were, the
+      interior value in the bias) or 'params' (they stay where the
+      `[1, H, W, k]` pattern of the extra channels has more entries than the
+      weights it replaces).
     progress: optional `progress(stage, done, total, fraction)` callable
       (`tf1prune.export.progress`): layers done of each round.
 
@@ -137,10 +152,11 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
     where and why empty channels had to stay.
 
   Raises:
-    ValueError: an output name is not in the graph, or the graph does not
-      import.
+    ValueError: an output name is not in the graph, `objective` is not
+      'flops' or 'params', or the graph does not import.
   """
   outputs = output_names(output_node_names)
+  check_objective(objective)
   check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
   notify(progress, 'preparing the graph', 0, 1)
   copy = prepare_graph_def(graph_def, outputs)
@@ -150,7 +166,7 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   before = [_stats(g, layer) for layer in layers.values()]
   stops = []
   for round_index in range(_MAX_ROUNDS):
-    changed, stops = _round(g, layers, fold_borders, progress,
+    changed, stops = _round(g, layers, fold_borders, objective, progress,
                             'shrinking layers (round %d)' % (round_index + 1))
     _write_back(g)
     g.shapes = static_shapes(copy)
@@ -164,7 +180,8 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   return copy, ShrinkReport(rows, stops, outputs, skipped)
 
 
-def shrink_pb(path, output_node_names, output_path=None, progress=None):
+def shrink_pb(path, output_node_names, output_path=None, objective='flops',
+              progress=None):
   """Shrinks the binary frozen GraphDef file `path`; returns the report.
 
   Args:
@@ -173,6 +190,7 @@ def shrink_pb(path, output_node_names, output_path=None, progress=None):
     output_path: where to write the shrunk graph; default `path` itself. The
       file is replaced in one rename. Attributes at their op's default value
       are left out, so TF 1.15 loads what TF 2.x writes.
+    objective: 'flops' or 'params', as for `shrink_graph_def`.
     progress: as `shrink_graph_def`'s.
 
   Returns:
@@ -189,7 +207,7 @@ def shrink_pb(path, output_node_names, output_path=None, progress=None):
   except Exception as e:  # protobuf's DecodeError differs by version.
     raise ValueError('%s is not a binary GraphDef: %s' % (path, e))
   small, report = shrink_graph_def(graph_def, output_node_names,
-                                   progress=progress)
+                                   objective=objective, progress=progress)
   out = small.SerializeToString()
   with write_atomically(output_path or path) as f:
     f.write(out)
