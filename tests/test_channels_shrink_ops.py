@@ -95,6 +95,8 @@ BLOCKS = {
     'hard_swish': lambda h: h * _hard_sigmoid(h),
     'mish': lambda h: h * tf.tanh(tf.nn.softplus(h)),
     'swish_manual': lambda h: h * tf.sigmoid(h),
+    'reshape_to_rows_and_back': lambda h: h * tf.reshape(tf.reshape(
+        tf.reduce_mean(h, [1, 2], keepdims=True), [-1, _C]), [-1, 1, 1, _C]),
 }
 # Table rows that pass a constant channel and that this file cannot build as
 # a single op: why.
