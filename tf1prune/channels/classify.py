@@ -76,7 +76,7 @@ def _axes(view, tensor, rank):
   return set(int(a) % rank for a in np.ravel(value))
 
 
-def _reduce(view, node, rule, carries):
+def _reduce(view, node, rule):
   tensor = view.inputs(node)[0]
   rank = len(view.shape(tensor) or [])
   axes = _axes(view, view.inputs(node)[1], rank)
@@ -172,7 +172,7 @@ def classify(view, node, carries):
   if rule.kind == 'elementwise':
     return _elementwise(view, node, rule, channels, carries)
   if rule.kind == 'reduce':
-    return _reduce(view, node, rule, carries)
+    return _reduce(view, node, rule)
   if rule.kind == 'pool':
     if len(out) != 4 or not _nhwc(view, node):
       return None, 'only NHWC pooling is shrunk'
