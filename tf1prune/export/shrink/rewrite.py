@@ -199,7 +199,8 @@ def _padded_ones(g, layer, pattern):
 def _first_sum(region, position, classes, cls):
   """The first residual add or sub whose output holds class `cls`."""
   for op in sorted(region.ops, key=lambda o: position.get(o.node.name, 0)):
-    if op.kind in ('sum', 'diff') and cls in classes[op.output]:
+    if op.kind == 'elementwise' and len(op.inputs) > 1 and \
+        cls in classes[op.output]:
       return op.node
   return None
 
@@ -223,10 +224,11 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
                                  'channel: another layer keeps it',))
   why = reasons[0] if reasons else ('', '', 'the channel is not a known '
                                     'constant')
+  caused = dict((r[0], r) for r in reasons)   # the op whose output it is
   for tensor, value in values.items():
     bad = ~np.isfinite(value).all(axis=(0, 1))
     for c in classes[tensor][bad]:
-      block.setdefault(c, why)
+      block.setdefault(c, caused.get(tensor, why))
   for layer, tensor in region.sinks:
     if layer.kind != 'conv':
       continue
@@ -361,11 +363,12 @@ def shrink_region(g, region, fold_borders, position=None, objective='flops'):
   for layer in region.sources:
     _delete(g, layer.weight, mask[layer.node.name])
   for op in region.ops:
-    if op.kind in ('add', 'sub', 'rsub', 'mul'):
+    if op.kind == 'elementwise' and op.const is not None:
       _delete(g, op.const, mask[op.output])
     elif op.kind == 'depthwise':
       _delete(g, op.const, mask[split_input(op.node.input[0])[0]], axis=2)
-    elif op.kind == 'flatten' and g.value(op.const)[-1] != -1:
+    elif op.kind == 'reshape' and op.const is not None and \
+        g.value(op.const)[-1] != -1:
       target = g.value(op.const).copy()
       target[-1] = int((~mask[op.output]).sum())
       g.set_value(op.const, target)
