@@ -183,4 +183,8 @@ def classify(view, node, carries):
     return _concat(view, node, rule, carries)
   if rule.kind == 'reshape':
     return _reshape(view, node, rule, channels)
+  if rule.kind == 'lrn':
+    if len(out) != 4:
+      return None, 'only an LRN of NHWC tensors is passed'
+    return ChannelOp('lrn', node, [0], [], [], None, rule), None
   return _depthwise(view, node, rule)

@@ -3,8 +3,8 @@
     >>> from tf1prune.channels.table import RULES, rule_of
     >>> RULES['Relu6'].kind, RULES['Relu6'].value(None, [-1.0, 9.0]).tolist()
     ('elementwise', [0.0, 6.0])
-    >>> rule_of('LRN').why
-    'LRN normalizes across neighbouring channels'
+    >>> rule_of('Softmax').why
+    'softmax mixes all channels'
 
 A `Rule` per op type says two things:
 
@@ -13,6 +13,8 @@ A `Rule` per op type says two things:
   residual add, an SE gate, `x * sigmoid(x)`), `concat` (at offsets),
   `depthwise` (input channel c feeds outputs `c * m .. c * m + m - 1`),
   `reshape` (flattens NHWC into rows `[N, K]`, or `[N, C] <-> [N, 1, 1, C]`),
+  `lrn` (channel c of the output is channel c of the input divided by a sum
+  over a band of channels around it),
   `reduce` (over height and width), `pool`, `pad`, `identity_n`, `layer`
   (a Conv2D or MatMul: where channels start and end), or `stop` (`why`);
 - how a channel that is constant per example goes through it (`value`): a
@@ -85,6 +87,13 @@ def _binary(f, additive=False):
 
 def _div_no_nan(a, b):
   return np.where(b == 0, 0.0, a / np.where(b == 0, 1.0, b))
+
+
+def _lrn(attr, x):
+  """What an LRN makes of a constant channel: 0 stays 0; any other value is
+  divided by a sum over its neighbours, which varies (NaN: not a constant)."""
+  x = np.asarray(x, np.float64)
+  return np.where(x == 0, 0.0, np.nan)
 
 
 def _reduce(f):
@@ -173,7 +182,12 @@ RULES = {
     'Conv2D': _row('layer'),
     'MatMul': _row('layer'),
     # Ops that mix channels.
-    'LRN': _row('stop', None, 'LRN normalizes across neighbouring channels'),
+    # Normalization over a band of channels: a channel that is 0 there adds
+    # nothing to its neighbours' sums, so it can go if the LRN is rewritten
+    # over the kept channels (the shrink's `lrn` module).
+    'LRN': _row('lrn', _lrn, 'LRN divides a removed channel that is not 0 '
+                'by a sum over its kept neighbours, which varies: only '
+                'channels that are 0 there are removed'),
     'Softmax': _row('stop', None, 'softmax mixes all channels'),
     'LogSoftmax': _row('stop', None, 'softmax mixes all channels'),
     'Concat': _row('stop', None, 'concat with the axis first (Concat v1) is '

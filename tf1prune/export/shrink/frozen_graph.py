@@ -56,6 +56,18 @@ class FrozenGraph(GraphIndex):
     self.changed = set()
     self.folded = {}   # layer name -> float consts the shrink added for it
     self.extra = {}    # conv name -> [(extra input channels, pattern)]
+    self.lrn = {}      # rewritten LRN -> (its band weight, channels before)
+
+  def add(self, node):
+    """Adds a copy of NodeDef `node` to the graph and to the index."""
+    added = self.graph_def.node.add()
+    added.CopyFrom(node)
+    self.nodes[added.name] = added
+    for index, ref in enumerate(added.input):
+      if not ref.startswith('^'):
+        name, port = split_input(ref)
+        self.users[name].append((added, index, port))
+    return added
 
   def consumers(self, name):
     """Data consumers of `name` as [(node, input index)]; None if a port > 0

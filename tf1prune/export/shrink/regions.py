@@ -41,9 +41,10 @@ import collections
 
 import numpy as np
 
-from tf1prune.channels import UnionFind, tie
+from tf1prune.channels import UnionFind, rule_of, tie
 from tf1prune.channels import classify as classify_channels
 from tf1prune.export.shrink.frozen_graph import attr_str, split_input
+from tf1prune.export.shrink.lrn import rewritten_lrn
 
 Layer = collections.namedtuple('Layer', ['node', 'kind', 'weight'])
 # kind: a `tf1prune.channels` kind ('elementwise', 'pool', 'pad', 'reduce',
@@ -255,7 +256,11 @@ def explore(g, layers, start):
       region.broken = (op.node.name, op.node.op, 'its channels do not line up')
 
   def pin(tensor, node, reason):
-    region.pins.append((tensor, (node.name, node.op, reason)))
+    where = (node.name, node.op)
+    lrn = rewritten_lrn(g, node.name)
+    if lrn is not None:   # the ops an LRN became still normalize
+      where, reason = (lrn, 'LRN'), rule_of('LRN').why
+    region.pins.append((tensor, where + (reason,)))
 
   region.sources.append(layers[start])
   add_tensor(start, g.nodes[start])

@@ -174,6 +174,11 @@ def _apply(g, op, inputs, reasons):
     return _depthwise(g, op, x, reasons)
   if kind == 'reshape':
     return _reshape(g, op, x, reasons)
+  if kind == 'lrn':
+    value = op.rule.value(None, x)
+    if np.isnan(value).any():
+      reasons.append((node.name, node.op, op.rule.why))
+    return value
   size = spatial_size(g, split_input(node.input[0])[0])
   if kind == 'reduce':
     return op.rule.value(x, None if size is None else size[0] * size[1])

@@ -35,6 +35,7 @@ would cost more parameters than the channels (then they stay);
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from tf1prune.export.shrink import lrn
 from tf1prune.export.shrink.frozen_graph import attr_ints, split_input
 from tf1prune.export.shrink.regions import channel_const
 from tf1prune.export.shrink.report import ShrinkStop
@@ -367,6 +368,10 @@ def shrink_region(g, region, fold_borders, position=None, objective='flops'):
       _delete(g, op.const, mask[op.output])
     elif op.kind == 'depthwise':
       _delete(g, op.const, mask[split_input(op.node.input[0])[0]], axis=2)
+    elif op.kind == 'lrn' and mask[op.output].any():
+      g.lrn[op.node.name] = (lrn.rewrite(g, op.node,
+                                         np.flatnonzero(~mask[op.output])),
+                             mask[op.output].size)
     elif op.kind == 'reshape' and op.const is not None and \
         g.value(op.const)[-1] != -1:
       target = g.value(op.const).copy()

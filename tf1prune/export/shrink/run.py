@@ -85,6 +85,20 @@ def _stats(g, layer):
   return inputs, outputs, params, flops
 
 
+def _lrn_rows(g):
+  """A `LayerShrink` per LRN the shrink rewrote as a band conv (`lrn`): it
+  had no parameters or counted FLOPs before, its band conv has."""
+  rows = []
+  for name, (weight, channels) in sorted(g.lrn.items()):
+    kept = g.value(weight).shape[-1]
+    shape = g.shapes.get(name)
+    flops = 2 * kept * kept * shape[1] * shape[2] if shape and None not in \
+        shape[1:3] else None
+    rows.append(LayerShrink(name, 'LRN', channels, kept, channels, kept, 0,
+                            kept * kept, 0, flops))
+  return rows
+
+
 def _empty_outputs(g, layer):
   return bool(empty_filters(g, layer).any())
 
@@ -177,6 +191,7 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   rows = [LayerShrink(layer.node.name, layer.node.op, b[0], a[0], b[1], a[1],
                       b[2], a[2], b[3], a[3])
           for layer, b, a in zip(layers.values(), before, after)]
+  rows.extend(_lrn_rows(g))
   return copy, ShrinkReport(rows, stops, outputs, skipped)
 
 
