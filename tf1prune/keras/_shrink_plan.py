@@ -1,0 +1,362 @@
+"""Which channels of a Keras model can go: classes, constants, stops.
+
+    >>> import numpy as np, keras
+    >>> from tf1prune.keras._shrink_plan import plan
+    >>> x = keras.Input((5,))
+    >>> h = keras.layers.Dense(4, activation='relu', name='h')(x)
+    >>> y = keras.layers.Dense(2, name='y')(h)
+    >>> model = keras.Model(x, y)
+    >>> _ = model.get_layer('h').kernel.assign(np.ones([5, 4]) * [1, 0, 1, 0])
+    >>> p = plan(model)
+    >>> p.keep[id(h)].tolist()          # units 1 and 3 output relu(bias): constants
+    [True, False, True, False]
+
+Every channel element `(tensor, c)` of the traced model (`_shrink_view`)
+goes into a union-find: a layer that passes channels ties its output channel
+`c` to its input channel `c`, a merge ties all its inputs, a concat ties at
+offsets, a depthwise conv spreads a channel over its multiplier, a flatten
+ties row `r` to channel `r % C`. A class is one channel that can only go
+everywhere at once.
+
+Beside the classes, a forward pass computes, per element, the value it has
+for every example if it is a constant (NaN otherwise): a Dense or conv
+filter that reads only constants (or nothing: all-zero weights) outputs
+`activation(bias + sum of constant * weights)`; activations, batch norm,
+pools and merges map constants to constants; zero padding (a `ZeroPadding2D`,
+or a padded depthwise conv) makes a nonzero constant vary with the position.
+A class goes when every element is a constant and nothing pins it (a model
+input or output, a layer the shrink does not know) and every layer reading
+it can fold the constant into its bias exactly (a conv that pads with zeros
+cannot, unless the constant is 0). Otherwise its channel stays, and when it
+had empty filters, `Plan.stops` says why.
+"""
+
+import collections
+
+import numpy as np
+import tensorflow as tf
+
+__all__ = ['Plan', 'Stop', 'layer_weights', 'pads_matter', 'plan']
+
+_SOURCES = ('dense', 'conv', 'separable')
+
+
+class Stop(collections.namedtuple('Stop', ['layer', 'channels', 'reason'])):
+  """`channels` empty filters of `layer` that stay, and why."""
+
+
+class _UnionFind(object):
+
+  def __init__(self):
+    self.parent = []
+
+  def add(self, n):
+    start = len(self.parent)
+    self.parent.extend(range(start, start + n))
+    return start
+
+  def find(self, a):
+    root = a
+    while self.parent[root] != root:
+      root = self.parent[root]
+    while self.parent[a] != root:
+      self.parent[a], a = root, self.parent[a]
+    return root
+
+  def union(self, a, b):
+    ra, rb = self.find(a), self.find(b)
+    if ra != rb:
+      self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def layer_weights(layer):
+  """{short weight name: float64 ndarray}; `kernel` also for a depthwise."""
+  out = {}
+  for variable in layer.weights:
+    name = variable.name.split('/')[-1].split(':')[0]
+    out[name] = np.asarray(variable, np.float64)
+  if type(layer).__name__ == 'DepthwiseConv2D' and 'depthwise_kernel' in out:
+    out['kernel'] = out.pop('depthwise_kernel')   # Keras 2 names it so
+  return out
+
+
+def pads_matter(layer, in_shape):
+  """True if a conv-like layer reads zero padding somewhere."""
+  config = layer.get_config()
+  if config.get('padding', 'valid') == 'valid':
+    return False
+  sizes = in_shape[1:-1]
+  kernel = config['kernel_size']
+  strides = config.get('strides', (1,) * len(kernel))
+  dilations = config.get('dilation_rate', (1,) * len(kernel))
+  for n, k, s, d in zip(sizes, kernel, strides, dilations):
+    if n is None:
+      return True
+    span = (k - 1) * d + 1
+    if max((-(-n // s) - 1) * s + span - n, 0) > 0:
+      return True
+  return False
+
+
+def _activate(layer, pre):
+  out = layer.activation(tf.constant(pre[None].astype(np.float32)))
+  return np.asarray(out, np.float64)[0]
+
+
+def _elementwise(layer, values, rank):
+  """The layer applied to channel constants (NaN stays NaN)."""
+  known = ~np.isnan(values)
+  x = np.where(known, values, 0.0).astype(np.float32)
+  x = x.reshape([1] * (rank - 1) + [-1])
+  y = np.asarray(layer(tf.constant(x), training=False), np.float64)
+  return np.where(known, y.reshape(-1), np.nan)
+
+
+class Plan(object):
+  """The result of `plan(model)`.
+
+  Attributes:
+    calls: the `_shrink_view.Call`s in topological order.
+    shapes: {tensor id: static shape}.
+    consts: {tensor id: float64 [C]}, the constant of each channel or NaN.
+    keep: {tensor id: bool [C]}, the channels that stay.
+    stops: list of `Stop`.
+  """
+
+  def __init__(self, calls):
+    self.calls = calls
+    self.shapes = {c.output: c.shape for c in calls}
+    self.consts = {}
+    self.keep = {}
+    self.stops = []
+    self._uf = _UnionFind()
+    self._base = {}
+    self._pins = {}    # element -> reason
+    self._why = {}     # element -> why it is not constant though its inputs are
+    self._empty = {}   # element -> source layer name (an empty filter)
+
+  def element(self, tensor, channel):
+    return self._base[tensor] + channel
+
+  def _tie(self, out, inp, index):
+    for c, i in enumerate(index):
+      self._uf.union(self.element(out, c), self.element(inp, int(i)))
+
+  def _pin(self, tensor, reason):
+    for c in range(self.shapes[tensor][-1]):
+      self._pins.setdefault(self.element(tensor, c), reason)
+
+  def build(self, model):
+    for call in self.calls:
+      self._base[call.output] = self._uf.add(call.shape[-1])
+      self._forward(call)
+    for tensor in model.outputs:
+      self._pin(id(tensor), 'it is a model output')
+    classes = collections.defaultdict(list)
+    for tensor, base in self._base.items():
+      for c in range(self.shapes[tensor][-1]):
+        classes[self._uf.find(base + c)].append((tensor, c))
+    reasons = {root: self._reason(members) for root, members in classes.items()}
+    for call in self.calls:
+      if call.kind in _SOURCES:
+        self._check_fold(call, reasons)
+    self._keep_one(reasons)
+    for tensor, base in self._base.items():
+      roots = [self._uf.find(base + c) for c in range(self.shapes[tensor][-1])]
+      self.keep[tensor] = np.array([reasons[r] is not None for r in roots])
+    self._collect_stops(classes, reasons)
+    return self
+
+  def _forward(self, call):
+    kind, out, shape = call.kind, call.output, call.shape
+    ins = [self.consts[t] for t in call.inputs]
+    channels = shape[-1]
+    nan = np.full(channels, np.nan)
+    layer = call.layer
+    if kind == 'input':
+      self.consts[out] = nan
+      self._pin(out, 'it is a model input')
+    elif kind == 'stop':
+      self.consts[out] = nan
+      for t in call.inputs:
+        self._pin(t, 'read by %s: %s' % (layer.name, call.reason))
+      self._pin(out, 'made by %s: %s' % (layer.name, call.reason))
+    elif kind in _SOURCES:
+      self.consts[out] = self._source(call, ins[0])
+      for c in np.flatnonzero(~np.isnan(self.consts[out])):
+        self._empty[self.element(out, c)] = layer.name
+      from tf1prune.keras._shrink_view import (MIXING_ACTIVATIONS,
+                                               activation_name)
+      if activation_name(layer) in MIXING_ACTIVATIONS:
+        self._pin(out, 'the activation of %s mixes its outputs' % layer.name)
+    elif kind == 'depthwise':
+      self.consts[out] = self._depthwise(call, ins[0])
+      self._tie(out, call.inputs[0],
+                np.arange(channels) // (channels // len(ins[0])))
+    elif kind in ('elementwise', 'pool', 'pad', 'reshape'):
+      if kind == 'elementwise':
+        values = _elementwise(layer, ins[0], len(shape))
+      elif kind == 'pad':
+        values = np.where(ins[0] == 0, 0.0, np.nan)
+        self._mark_why(out, ins[0], values, '%s pads with zeros: a removed '
+                       'channel that is a nonzero constant varies near the '
+                       'borders after it' % layer.name)
+      else:
+        values = ins[0]
+      self.consts[out] = values
+      self._tie(out, call.inputs[0], np.arange(channels))
+    elif kind == 'merge':
+      op = {'Add': np.add, 'Subtract': np.subtract, 'Multiply': np.multiply,
+            'Maximum': np.maximum, 'Minimum': np.minimum}.get(
+                type(layer).__name__)
+      if op is None:      # Average
+        values = np.mean(ins, axis=0)
+      else:
+        values = ins[0]
+        for other in ins[1:]:
+          values = op(values, other)
+      self.consts[out] = values
+      for t in call.inputs:
+        self._tie(out, t, np.arange(channels))
+    elif kind == 'concat':
+      self.consts[out] = np.concatenate(ins)
+      offset = 0
+      for t, values in zip(call.inputs, ins):
+        for c in range(len(values)):
+          self._uf.union(self.element(out, offset + c), self.element(t, c))
+        offset += len(values)
+    elif kind == 'flatten':
+      index = np.arange(channels) % len(ins[0])
+      self.consts[out] = ins[0][index]
+      self._tie(out, call.inputs[0], index)
+    else:
+      raise ValueError('unknown kind %r of layer %r' % (kind, layer.name))
+
+  def _mark_why(self, out, before, after, why):
+    for c in np.flatnonzero(~np.isnan(before) & np.isnan(after)):
+      self._why[self.element(out, c)] = why
+
+  def _source(self, call, values):
+    """Constants of a Dense / Conv2D / SeparableConv2D output."""
+    layer = call.layer
+    w = layer_weights(layer)
+    in_shape = self.shapes[call.inputs[0]]
+    channels = call.shape[-1]
+    bias = w.get('bias', np.zeros(channels))
+    all_known = not np.isnan(values).any()
+    padded = False
+    if call.kind == 'separable':
+      values = _spread(w['depthwise_kernel'], values,
+                       pads_matter(layer, in_shape))
+      kernel = w['pointwise_kernel'].reshape(len(values), channels)
+      used = kernel != 0
+    else:
+      taps = w['kernel'].reshape(-1, len(values), channels)
+      kernel = taps.sum(axis=0)
+      used = (taps != 0).any(axis=0)            # [in, out]
+      padded = call.kind == 'conv' and pads_matter(layer, in_shape)
+    unknown = np.isnan(values)
+    blocked = (used & unknown[:, None]).any(axis=0)
+    if padded:
+      blocked |= (used & (values != 0)[:, None] & ~unknown[:, None]).any(
+          axis=0)
+    pre = bias + np.where(unknown, 0.0, values) @ kernel
+    out = np.where(blocked, np.nan, _activate(layer, pre))
+    if all_known or padded:
+      reads_known = ~(used & unknown[:, None]).any(axis=0) | (
+          call.kind == 'separable' and all_known)
+      for c in np.flatnonzero(blocked & reads_known):
+        self._why[self.element(call.output, c)] = (
+            '%s pads with zeros: the constants it reads vary near the '
+            'borders' % layer.name)
+    return out
+
+  def _depthwise(self, call, values):
+    layer = call.layer
+    w = layer_weights(layer)
+    padded = pads_matter(layer, self.shapes[call.inputs[0]])
+    mid = _spread(w['kernel'], values, padded)
+    zero = ~(w['kernel'] != 0).reshape(-1, len(mid)).any(axis=0)
+    pre = np.where(zero, 0.0, mid) + w.get('bias', np.zeros(len(mid)))
+    known = zero | ~np.isnan(mid)
+    out = np.where(known, _activate(layer, np.where(known, pre, 0.0)), np.nan)
+    self._mark_why(call.output, np.repeat(values, len(mid) // len(values)),
+                   out, '%s (depthwise) pads with zeros: a removed channel '
+                   'that is a nonzero constant varies near the borders after '
+                   'it' % layer.name)
+    return out
+
+  def _check_fold(self, call, reasons):
+    """Keeps the classes a padded conv cannot fold into its bias."""
+    layer = call.layer
+    in_shape = self.shapes[call.inputs[0]]
+    if call.kind == 'dense' or not pads_matter(layer, in_shape):
+      return
+    w = layer_weights(layer)
+    kernel = w['depthwise_kernel' if call.kind == 'separable' else 'kernel']
+    values = self.consts[call.inputs[0]]
+    used = (kernel != 0).reshape(-1, len(values), kernel.shape[-1]).any(
+        axis=(0, 2))
+    for c in np.flatnonzero(used & (values != 0) & ~np.isnan(values)):
+      root = self._uf.find(self.element(call.inputs[0], c))
+      if reasons[root] is None:
+        reasons[root] = (
+            '%s pads with zeros: the constant %.4g of a removed channel '
+            '(its bias, batch norm shift, activation) is not the same near '
+            'the borders, so it cannot go into the bias' % (
+                layer.name, values[c]))
+
+  def _reason(self, members):
+    """None if the class can go, else why it stays."""
+    elements = [self.element(t, c) for t, c in members]
+    for e in elements:
+      if e in self._pins:
+        return self._pins[e]
+    unknown = [(e, t) for e, (t, _) in zip(elements, members)
+               if np.isnan(self.consts[t][e - self._base[t]])]
+    if not unknown:
+      return None
+    for e, _ in unknown:
+      if e in self._why:
+        return self._why[e]
+    producers = {c.output: c.layer.name for c in self.calls}
+    names = sorted(set(producers[t] for _, t in unknown))
+    return 'tied to channels of %s that are not constant (a filter there is ' \
+           'not empty)' % ', '.join(names)
+
+  def _keep_one(self, reasons):
+    for tensor, base in self._base.items():
+      roots = [self._uf.find(base + c) for c in range(self.shapes[tensor][-1])]
+      if roots and all(reasons[r] is None for r in roots):
+        reasons[roots[0]] = 'one channel of every tensor is always kept'
+
+  def _collect_stops(self, classes, reasons):
+    counts = collections.OrderedDict()
+    for root, members in classes.items():
+      if reasons[root] is None:
+        continue
+      for t, c in members:
+        source = self._empty.get(self.element(t, c))
+        if source is not None:
+          key = (source, reasons[root])
+          counts[key] = counts.get(key, 0) + 1
+    self.stops = [Stop(layer, n, reason)
+                  for (layer, reason), n in counts.items()]
+
+
+def _spread(kernel, values, padded):
+  """Per depthwise output `c * m + k`: the constant `values[c]` times the
+  tap sum (0 where the taps are all zero), NaN where unknown or padded."""
+  kh_kw = kernel.reshape(-1, kernel.shape[2], kernel.shape[3])
+  sums = kh_kw.sum(axis=0)                      # [C, m]
+  zero = ~(kh_kw != 0).any(axis=0)
+  mid = values[:, None] * sums
+  bad = np.isnan(values)[:, None] | (padded & (values != 0)[:, None])
+  return np.where(zero, 0.0, np.where(bad & ~zero, np.nan, mid)).reshape(-1)
+
+
+def plan(model):
+  """The `Plan` of a functional or Sequential Keras model (see module doc)."""
+  from tf1prune.keras._shrink_view import trace
+  calls = trace(model)
+  return Plan(calls).build(model)
