@@ -74,7 +74,7 @@ def layer_weights(layer):
   out = {}
   for variable in layer.weights:
     name = variable.name.split('/')[-1].split(':')[0]
-    out[name] = np.asarray(variable, np.float64)
+    out[name] = np.asarray(variable.numpy(), np.float64)
   if type(layer).__name__ == 'DepthwiseConv2D' and 'depthwise_kernel' in out:
     out['kernel'] = out.pop('depthwise_kernel')   # Keras 2 names it so
   return out
@@ -301,10 +301,10 @@ class Plan(object):
       root = self._uf.find(self.element(call.inputs[0], c))
       if reasons[root] is None:
         reasons[root] = (
-            '%s pads with zeros: the constant %.4g of a removed channel '
-            '(its bias, batch norm shift, activation) is not the same near '
-            'the borders, so it cannot go into the bias' % (
-                layer.name, values[c]))
+            '%s pads with zeros: a removed channel that is a nonzero '
+            'constant (its bias, batch norm shift, activation) reaches it '
+            'with a different sum near the borders, so it cannot go into '
+            'the bias' % layer.name)
 
   def _reason(self, members):
     """None if the class can go, else why it stays."""

@@ -36,6 +36,8 @@ def _flops(layer, kind, in_channels, out_shape):
   out_channels = out_shape[-1]
   if kind == 'dense':
     return 2 * in_channels * out_channels * positions
+  if kind not in ('conv', 'depthwise', 'separable'):
+    return 0
   config = layer.get_config()
   taps = int(np.prod(config['kernel_size']))
   if kind == 'conv':

@@ -1,0 +1,376 @@
+"""tf1prune.keras.shrink_model: emptied filters physically removed, same outputs.
+
+Models get weights from Keras's own initializers; filters are emptied by
+zeroing them (coupled channels together) or by the Keras `Pruner`. Every
+test compares the shrunk model's outputs with the unshrunk one's (to 1e-5 of
+max|y|) and its parameters and FLOPs with a NumPy count of the kept channels.
+"""
+
+import numpy as np
+import pytest
+
+from keras_support import graph, keras_module, skip_unless_usable  # noqa: F401
+
+skip_unless_usable()
+
+import tf1prune.keras as tk  # noqa: E402
+
+K = keras_module()
+L = K.layers
+
+
+def _zero_filters(layer, channels, weight='kernel'):
+  """Zeroes output channels of a Dense / Conv2D (and their bias entries)."""
+  for variable in layer.weights:
+    name = variable.name.split('/')[-1].split(':')[0]
+    value = variable.numpy().copy()
+    if name in (weight, 'bias'):
+      value[..., list(channels)] = 0.0
+      variable.assign(value)
+
+
+def _random_batch_norms(model, seed):
+  """Batch norm statistics and shifts away from their initial values."""
+  rng = np.random.RandomState(seed)
+  for layer in model.layers:
+    if type(layer).__name__ == 'BatchNormalization':
+      gamma, beta, mean, var = layer.get_weights()
+      layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape),
+                         rng.uniform(-0.5, 0.5, beta.shape),
+                         rng.uniform(-0.3, 0.3, mean.shape),
+                         rng.uniform(0.5, 2.0, var.shape)])
+
+
+def _same_outputs(model, small, shape, seed=1):
+  x = np.random.RandomState(seed).randn(*((4,) + shape)).astype(np.float32)
+  y, y_small = np.asarray(model(x)), np.asarray(small(x))
+  assert y.shape == y_small.shape
+  err = float(np.abs(y - y_small).max())
+  assert err <= 1e-5 * float(np.abs(y).max()), err
+
+
+def _conv_cost(k, cin, cout, hw, bias=False, bn=False):
+  params = k * k * cin * cout + (cout if bias else 0) + (4 * cout if bn else 0)
+  return params, 2 * k * k * cin * cout * hw
+
+
+def _totals(costs):
+  return (sum(p for p, _ in costs), sum(f for _, f in costs))
+
+
+# ---------------------------------------------------------------- ResNet ---
+
+def _resnet(seed=0):
+  K.utils.set_random_seed(seed)
+
+  def conv_bn(x, filters, kernel, strides, name, relu=True):
+    x = L.Conv2D(filters, kernel, strides=strides, padding='same',
+                 use_bias=False, name=name)(x)
+    x = L.BatchNormalization(name=name + '_bn')(x)
+    return L.ReLU(name=name + '_relu')(x) if relu else x
+
+  inputs = K.Input((8, 8, 3), name='image')
+  stem = conv_bn(inputs, 8, 3, 1, 'stem')
+  h = conv_bn(stem, 8, 3, 1, 'b1_conv1')
+  h = conv_bn(h, 8, 3, 1, 'b1_conv2', relu=False)
+  x = L.ReLU(name='b1_out')(L.Add(name='b1_add')([stem, h]))
+  h = conv_bn(x, 12, 3, 2, 'b2_conv1')
+  h = conv_bn(h, 16, 3, 1, 'b2_conv2', relu=False)
+  short = conv_bn(x, 16, 1, 2, 'b2_short', relu=False)
+  x = L.ReLU(name='b2_out')(L.Add(name='b2_add')([short, h]))
+  x = L.GlobalAveragePooling2D(name='pool')(x)
+  return K.Model(inputs, L.Dense(10, name='logits')(x))
+
+
+_RESNET_ZEROED = {'stem': [1, 4, 6], 'b1_conv2': [1, 4, 6],
+                  'b1_conv1': [0, 3], 'b2_conv1': [1, 2, 3, 9],
+                  'b2_conv2': [2, 5, 7, 11], 'b2_short': [2, 5, 7, 11]}
+
+
+def _resnet_cost(stream1, inner1, inner2, stream2):
+  """NumPy count: params and FLOPs of the ResNet with these channel counts."""
+  costs = [_conv_cost(3, 3, stream1, 64, bn=True),
+           _conv_cost(3, stream1, inner1, 64, bn=True),
+           _conv_cost(3, inner1, stream1, 64, bn=True),
+           _conv_cost(3, stream1, inner2, 16, bn=True),
+           _conv_cost(3, inner2, stream2, 16, bn=True),
+           _conv_cost(1, stream1, stream2, 16, bn=True),
+           (stream2 * 10 + 10, 2 * stream2 * 10)]
+  return _totals(costs)
+
+
+def test_resnet_loses_coupled_filters_and_keeps_its_outputs():
+  model = _resnet()
+  for name, channels in _RESNET_ZEROED.items():
+    _zero_filters(model.get_layer(name), channels)
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  assert report.stops == []
+  assert (report.params_before, report.flops_before) == _resnet_cost(
+      8, 8, 12, 16)
+  assert (report.params_after, report.flops_after) == _resnet_cost(
+      5, 6, 8, 12)
+  assert report.params_after == small.count_params()
+  assert report.params_before == model.count_params()
+  assert small.get_layer('b2_short').filters == 12
+  assert tuple(small.get_layer('b1_add').output.shape) == (None, 8, 8, 5)
+
+
+def test_resnet_with_half_a_residual_group_zeroed_keeps_that_group():
+  model = _resnet()
+  _zero_filters(model.get_layer('b2_conv2'), [2, 5])   # b2_short keeps them
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  assert small.get_layer('b2_conv2').filters == 16
+  assert [(s.layer, s.channels) for s in report.stops] == [('b2_conv2', 2)]
+  assert 'b2_short' in report.stops[0].reason
+  assert report.params_after == report.params_before
+
+
+def test_resnet_with_trained_batch_norms_folds_or_says_why_not():
+  """Removed channels carry relu(batch norm shift): folded into the logits'
+  bias after the pool; a 3x3 conv that pads with zeros keeps its input."""
+  model = _resnet()
+  for name, channels in _RESNET_ZEROED.items():
+    _zero_filters(model.get_layer(name), channels)
+  _random_batch_norms(model, 3)
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  def shift(name):          # a batch norm's output for a zero input
+    gamma, beta, mean, var = model.get_layer(name + '_bn').get_weights()
+    eps = model.get_layer(name + '_bn').epsilon
+    return beta - gamma * mean / np.sqrt(var + eps)
+
+  relu = lambda v: np.maximum(v, 0.0)
+  # What each padded 3x3 conv reads on a removed channel (NumPy):
+  stem = relu(shift('stem'))
+  stream1 = (stem != 0) | (relu(stem + shift('b1_conv2')) != 0)
+  inner1 = relu(shift('b1_conv1')) != 0
+  inner2 = relu(shift('b2_conv1')) != 0
+  stays = {'stem': stream1, 'b1_conv2': stream1, 'b1_conv1': inner1,
+           'b2_conv1': inner2}
+  stopped = {s.layer: s.channels for s in report.stops}
+  expected = {n: int(stays[n][_RESNET_ZEROED[n]].sum()) for n in stays}
+  assert stopped == {n: c for n, c in expected.items() if c}
+  assert 0 < sum(expected.values()) < 12      # some go, some stay
+  assert all('pads with zeros' in s.reason for s in report.stops)
+  assert small.get_layer('b2_short').filters == 12       # stream 2 folded
+  assert (report.params_after, report.flops_after) == _resnet_cost(
+      5 + expected['stem'], 6 + expected['b1_conv1'],
+      8 + expected['b2_conv1'], 12)
+
+
+# ------------------------------------------------------ MobileNet v2 style ---
+
+def _mobilenet_v2(seed=0):
+  K.utils.set_random_seed(seed)
+
+  def bn_relu6(x, name, relu=True):
+    x = L.BatchNormalization(name=name + '_bn')(x)
+    return L.ReLU(6.0, name=name + '_relu')(x) if relu else x
+
+  def block(x, expand, out, strides, name):
+    h = bn_relu6(L.Conv2D(expand, 1, use_bias=False, name=name + '_expand')(x),
+                 name + '_expand')
+    if strides == 2:
+      h = L.ZeroPadding2D(((0, 1), (0, 1)), name=name + '_pad')(h)
+    h = L.DepthwiseConv2D(3, strides=strides, use_bias=False,
+                          padding='same' if strides == 1 else 'valid',
+                          name=name + '_dw')(h)
+    h = bn_relu6(h, name + '_dw')
+    h = bn_relu6(L.Conv2D(out, 1, use_bias=False, name=name + '_project')(h),
+                 name + '_project', relu=False)
+    if strides == 1 and x.shape[-1] == out:
+      h = L.Add(name=name + '_add')([x, h])
+    return h
+
+  inputs = K.Input((8, 8, 3), name='image')
+  x = bn_relu6(L.Conv2D(8, 3, padding='same', use_bias=False,
+                        name='stem')(inputs), 'stem')
+  x = block(x, 24, 8, 1, 'b1')
+  x = block(x, 24, 12, 2, 'b2')
+  x = block(x, 36, 12, 1, 'b3')
+  x = bn_relu6(L.Conv2D(32, 1, use_bias=False, name='head')(x), 'head')
+  x = L.GlobalAveragePooling2D(name='pool')(x)
+  return K.Model(inputs, L.Dense(5, name='logits')(x))
+
+
+_MOBILENET_ZEROED = {'stem': [0, 5], 'b1_project': [0, 5],
+                     'b1_expand': list(range(0, 24, 2)),
+                     'b2_expand': list(range(0, 24, 3)),
+                     'b2_project': [1, 4, 7], 'b3_project': [1, 4, 7],
+                     'b3_expand': list(range(0, 36, 2)),
+                     'head': list(range(16))}
+
+
+def _mobilenet_cost(s1, e1, e2, s2, e3, head):
+  costs = [_conv_cost(3, 3, s1, 64, bn=True),
+           _conv_cost(1, s1, e1, 64, bn=True),
+           (9 * e1 + 4 * e1, 2 * 9 * e1 * 64),
+           _conv_cost(1, e1, s1, 64, bn=True),
+           _conv_cost(1, s1, e2, 64, bn=True),
+           (9 * e2 + 4 * e2, 2 * 9 * e2 * 16),
+           _conv_cost(1, e2, s2, 16, bn=True),
+           _conv_cost(1, s2, e3, 16, bn=True),
+           (9 * e3 + 4 * e3, 2 * 9 * e3 * 16),
+           _conv_cost(1, e3, s2, 16, bn=True),
+           _conv_cost(1, s2, head, 16, bn=True),
+           (head * 5 + 5, 2 * head * 5)]
+  return _totals(costs)
+
+
+def test_mobilenet_v2_shrinks_through_depthwise_and_residuals():
+  model = _mobilenet_v2()
+  for name, channels in _MOBILENET_ZEROED.items():
+    _zero_filters(model.get_layer(name), channels)
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  assert report.stops == []
+  assert (report.params_before, report.flops_before) == _mobilenet_cost(
+      8, 24, 24, 12, 36, 32)
+  assert (report.params_after, report.flops_after) == _mobilenet_cost(
+      6, 12, 16, 9, 18, 16)
+  assert report.params_after == small.count_params()
+  assert small.get_layer('b2_dw').get_config()['depth_multiplier'] == 1
+
+
+def test_mobilenet_v2_padded_depthwise_keeps_nonzero_constants():
+  model = _mobilenet_v2()
+  for name, channels in _MOBILENET_ZEROED.items():
+    _zero_filters(model.get_layer(name), channels)
+  _random_batch_norms(model, 5)
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  by_layer = {s.layer: s for s in report.stops}
+  # relu6 of the expand layers' batch norm shift is a nonzero constant where
+  # the shift is positive; the padded depthwise conv makes it vary.
+  for name in ('b1_expand', 'b3_expand'):
+    beta = model.get_layer(name + '_bn').get_weights()
+    gamma, shift, mean, var = beta
+    eps = model.get_layer(name + '_bn').epsilon
+    const = np.clip(shift - gamma * mean / np.sqrt(var + eps), 0, 6)
+    zeroed = _MOBILENET_ZEROED[name]
+    nonzero = int(np.count_nonzero(const[zeroed] > 0))
+    assert by_layer[name].channels == nonzero
+    assert by_layer[name].reason.startswith(
+        name.split('_')[0] + '_dw (depthwise) pads with zeros')
+    assert small.get_layer(name).filters == 24 + 12 * (name == 'b3_expand') \
+        - len(zeroed) + nonzero
+  assert small.get_layer('head').filters == 16       # folded into the logits
+
+
+# ----------------------------------------------------------------- SE block ---
+
+def _se_net(seed=0):
+  K.utils.set_random_seed(seed)
+  inputs = K.Input((6, 6, 3), name='image')
+  x = L.Conv2D(16, 3, padding='same', use_bias=False, name='conv')(inputs)
+  x = L.Activation('swish', name='conv_swish')(
+      L.BatchNormalization(name='conv_bn')(x))
+  s = L.GlobalAveragePooling2D(name='se_pool')(x)
+  s = L.Dense(4, activation='relu', name='se_squeeze')(s)
+  s = L.Dense(16, activation='sigmoid', name='se_expand')(s)
+  s = L.Reshape((1, 1, 16), name='se_reshape')(s)
+  x = L.Multiply(name='se_gate')([x, s])
+  x = L.Conv2D(8, 1, name='project')(x)
+  x = L.Flatten(name='flatten')(x)
+  return K.Model(inputs, L.Dense(3, name='logits')(x))
+
+
+def test_se_block_gate_and_conv_lose_channels_together():
+  model = _se_net()
+  gated = [0, 3, 4, 9, 10, 15]
+  _zero_filters(model.get_layer('conv'), gated)
+  _zero_filters(model.get_layer('se_expand'), gated)
+  _zero_filters(model.get_layer('se_squeeze'), [2])
+  _zero_filters(model.get_layer('project'), [1, 6])
+  _random_batch_norms(model, 7)
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (6, 6, 3))
+  assert report.stops == []
+  c, q, p = 10, 3, 6
+  expected_after = _totals([
+      _conv_cost(3, 3, c, 36, bn=True), (c * q + q, 2 * c * q),
+      (q * c + c, 2 * q * c), _conv_cost(1, c, p, 36, bias=True),
+      (36 * p * 3 + 3, 2 * 36 * p * 3)])
+  assert (report.params_after, report.flops_after) == expected_after
+  assert tuple(small.get_layer('se_reshape').output.shape) == (None, 1, 1, c)
+  assert small.get_layer('logits').kernel.shape[0] == 36 * p
+
+
+def test_se_gate_zeroed_on_one_side_only_is_a_stop():
+  model = _se_net()
+  _zero_filters(model.get_layer('conv'), [0, 3])      # se_expand keeps them
+  _, report = tk.shrink_model(model)
+  assert [(s.layer, s.channels) for s in report.stops] == [('conv', 2)]
+  assert 'se_expand' in report.stops[0].reason
+
+
+# ------------------------------------------------ Pruner, Sequential, misc ---
+
+def test_pruner_filter_masks_shrink_a_sequential_model():
+  K.utils.set_random_seed(0)
+  model = K.Sequential([
+      K.Input((10, 10, 2)),
+      L.Conv2D(8, 3, activation='relu', bias_initializer='ones', name='c1'),
+      L.BatchNormalization(name='bn'),
+      L.MaxPooling2D(2, name='pool'),
+      L.SeparableConv2D(6, 3, activation='relu', name='sep'),
+      L.Flatten(name='flatten'),
+      L.Dense(6, activation='tanh', bias_initializer='ones', name='fc'),
+      L.Dense(2, name='out')])
+  _random_batch_norms(model, 1)
+  pruner = tk.Pruner(model, 'target_sparsity=0.5,do_not_prune=[out],'
+                     'granularity_map=[c1:filter,sep:filter,fc:filter]')
+  pruner.update(sparsity=0.5)
+  small = tk.strip_model(model, shrink=True)
+  _, report = tk.shrink_model(model)
+  _same_outputs(model, small, (10, 10, 2))
+  kept = {name: int(np.any(pruner.masks()[name + '/' + w].reshape(
+      -1, pruner.masks()[name + '/' + w].shape[-1]), axis=0).sum())
+      for name, w in (('c1', 'kernel'), ('sep', 'pointwise_kernel'),
+                      ('fc', 'kernel'))}
+  assert kept == {'c1': 4, 'sep': 3, 'fc': 3}
+  c1, sep, fc = kept['c1'], kept['sep'], kept['fc']
+  params = (9 * 2 * c1 + c1) + 4 * c1 + (9 * c1 + c1 * sep + sep) + (
+      4 * sep * fc + fc) + (fc * 2 + 2)
+  flops = 2 * 9 * 2 * c1 * 64 + 2 * (9 * c1 + c1 * sep) * 4 + \
+      2 * 4 * sep * fc + 2 * fc * 2
+  assert (report.params_after, report.flops_after) == (params, flops)
+  assert small.count_params() == params
+  assert report.stops == []
+
+
+def test_model_output_channels_stay_and_report_prints():
+  K.utils.set_random_seed(0)
+  model = K.Sequential([K.Input((4,)), L.Dense(6, name='a'),
+                        L.Dense(3, name='b')])
+  _zero_filters(model.get_layer('b'), [1])
+  _zero_filters(model.get_layer('a'), [0, 1])
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (4,))
+  assert small.get_layer('b').units == 3
+  assert small.get_layer('a').units == 4
+  assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
+      ('b', 1, 'it is a model output')]
+  assert str(report).splitlines() == [
+      'layer  class  inputs  outputs    params     FLOPs',
+      '-------------------------------------------------',
+      'a      Dense  4 -> 4   6 -> 4  30 -> 20  48 -> 32',
+      'b      Dense  6 -> 4   3 -> 3  21 -> 15  36 -> 24',
+      '-------------------------------------------------',
+      'total                          51 -> 35  84 -> 56',
+      'params x0.686, FLOPs x0.667',
+      'kept 1 empty filter(s) of b: it is a model output']
+  assert report.to_dict()['totals']['params_after'] == 20 + 15
+
+
+def test_shared_layer_raises_with_the_fix():
+  dense = L.Dense(4, name='shared')
+  x = K.Input((4,))
+  model = K.Model(x, dense(dense(x)))
+  with pytest.raises(ValueError) as e:
+    tk.shrink_model(model)
+  assert str(e.value) == (
+      "layer 'shared' is called more than once (shared layers are not "
+      "shrunk); give each call its own layer")
