@@ -41,14 +41,18 @@ def test_unsupported_keras_version_message():
                 % tf.__version__)
   from tf1prune.keras._version import check_keras_version
   with pytest.raises(ValueError) as e:
-    check_keras_version('keras', '2.15.0')
+    check_keras_version('keras', '2.9.0')
   tf_minor = '.'.join(tf.__version__.split('.')[:2])
   assert str(e.value) == (
       'tf1prune.keras supports Keras 3 (keras>=3.0 with the TensorFlow '
-      'backend) and tf_keras>=2.13; got keras 2.15.0. Install keras>=3 or '
-      'tf_keras matching your TensorFlow (pip install "tf_keras~=%s") and '
-      'build the model with it.' % tf_minor)
+      'backend) and Keras 2 from 2.10 on (tf.keras of TensorFlow 2.10 to 2.15, '
+      'or tf_keras); got keras 2.9.0. Upgrade TensorFlow to 2.10 or later (pip '
+      'install "tensorflow>=2.10"), or install tf_keras matching your '
+      'TensorFlow (pip install "tf_keras~=%s") and build the model with it.'
+      % tf_minor)
   assert check_keras_version('tf_keras', '2.21.0') == 'tf_keras'
+  assert check_keras_version('keras', '2.15.0') == 'keras'
+  assert check_keras_version('keras', '2.10.0') == 'keras'
 
 
 def _modules():

@@ -12,8 +12,8 @@ removed from its layers' configs (a constraint the weight had before stays)
 and the pinned values (`where(locked, values, where(mask, w, 0))`) as its
 weights: a plain Keras model that saves and loads without tf1prune.
 `export_saved_model(model, path)` writes that model as a TensorFlow
-SavedModel (Keras 3: `model.export`, serving endpoint `serve`; tf_keras:
-`tf.saved_model.save`, signature `serving_default`); `export_frozen_pb(
+SavedModel (Keras 3: `model.export`, serving endpoint `serve`; Keras 2 and
+tf_keras: `tf.saved_model.save`, signature `serving_default`); `export_frozen_pb(
 model, path)` a frozen GraphDef (variables as constants, one `Placeholder`
 input, the output's node name in the report) that loads with
 `tf.compat.v1.import_graph_def`, also under TF 1.15. Both return a
@@ -108,7 +108,7 @@ def export_saved_model(model, path):
   """Writes `strip_model(model)` as a SavedModel at `path`; returns the report."""
   keras = _version.keras_of(model)
   plain = strip_model(model)
-  if keras.__name__ == 'keras':
+  if _version.is_keras3(keras):
     plain.export(path, format='tf_saved_model', verbose=False)
   else:
     specs = _input_specs(plain)

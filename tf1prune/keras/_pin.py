@@ -190,7 +190,10 @@ def _pin_class(keras):
                  inner=keras.constraints.get(inner) if inner else None)
 
   Pin.__name__ = Pin.__qualname__ = 'Pin'
-  Pin = keras.saving.register_keras_serializable('tf1prune', 'Pin')(Pin)
+  saving = getattr(keras, 'saving', None)
+  register = getattr(saving, 'register_keras_serializable', None) or (
+      keras.utils.register_keras_serializable)     # Keras 2.10, 2.11
+  Pin = register('tf1prune', 'Pin')(Pin)
   _CLASSES[keras.__name__] = Pin
   return Pin
 
