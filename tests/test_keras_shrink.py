@@ -127,37 +127,72 @@ def test_resnet_with_half_a_residual_group_zeroed_keeps_that_group():
   assert report.params_after == report.params_before
 
 
-def test_resnet_with_trained_batch_norms_folds_or_says_why_not():
-  """Removed channels carry relu(batch norm shift): folded into the logits'
-  bias after the pool; a 3x3 conv that pads with zeros keeps its input."""
+def _trained_resnet():
   model = _resnet()
   for name, channels in _RESNET_ZEROED.items():
     _zero_filters(model.get_layer(name), channels)
   _random_batch_norms(model, 3)
-  small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (8, 8, 3))
+
   def shift(name):          # a batch norm's output for a zero input
     gamma, beta, mean, var = model.get_layer(name + '_bn').get_weights()
     eps = model.get_layer(name + '_bn').epsilon
     return beta - gamma * mean / np.sqrt(var + eps)
 
   relu = lambda v: np.maximum(v, 0.0)
-  # What each padded 3x3 conv reads on a removed channel (NumPy):
+  # Which removed channels are nonzero where a padded 3x3 conv reads them:
   stem = relu(shift('stem'))
-  stream1 = (stem != 0) | (relu(stem + shift('b1_conv2')) != 0)
-  inner1 = relu(shift('b1_conv1')) != 0
-  inner2 = relu(shift('b2_conv1')) != 0
-  stays = {'stem': stream1, 'b1_conv2': stream1, 'b1_conv1': inner1,
-           'b2_conv1': inner2}
+  b1_out = relu(stem + shift('b1_conv2'))
+  nonzero = {'b1_conv1': stem != 0, 'b2_conv1': b1_out != 0,
+             'b1_conv2': relu(shift('b1_conv1')) != 0,
+             'b2_conv2': relu(shift('b2_conv1')) != 0}
+  readers = {'b1_conv1': 'stem', 'b2_conv1': 'stem', 'b1_conv2': 'b1_conv1',
+             'b2_conv2': 'b2_conv1'}
+  # {conv: bool per zeroed channel of the layer it reads}
+  return model, {conv: nonzero[conv][_RESNET_ZEROED[r]]
+                 for conv, r in readers.items()}
+
+
+def test_resnet_with_trained_batch_norms_keeps_padded_constants_if_asked():
+  """fold_borders=False: a removed channel that is a nonzero constant (relu
+  of a batch norm's shift) stays where a 3x3 conv pads; the others go, their
+  constants folded (stream 2 through the pool into the logits' bias)."""
+  model, nonzero = _trained_resnet()
+  small, report = tk.shrink_model(model, fold_borders=False)
+  _same_outputs(model, small, (8, 8, 3))
   stopped = {s.layer: s.channels for s in report.stops}
-  expected = {n: int(stays[n][_RESNET_ZEROED[n]].sum()) for n in stays}
+  stream1 = int((nonzero['b1_conv1'] | nonzero['b2_conv1']).sum())
+  expected = {'stem': stream1, 'b1_conv2': stream1,
+              'b1_conv1': int(nonzero['b1_conv2'].sum()),
+              'b2_conv1': int(nonzero['b2_conv2'].sum())}
   assert stopped == {n: c for n, c in expected.items() if c}
   assert 0 < sum(expected.values()) < 12      # some go, some stay
   assert all('pads with zeros' in s.reason for s in report.stops)
-  assert small.get_layer('b2_short').filters == 12       # stream 2 folded
+  assert small.get_layer('b2_short').filters == 12
   assert (report.params_after, report.flops_after) == _resnet_cost(
-      5 + expected['stem'], 6 + expected['b1_conv1'],
-      8 + expected['b2_conv1'], 12)
+      5 + stream1, 6 + expected['b1_conv1'], 8 + expected['b2_conv1'], 12)
+
+
+def test_resnet_with_trained_batch_norms_shrinks_fully_with_ones_channels():
+  """A padded conv reads the removed constants through one extra input
+  channel of ones (a 1x1 conv with bias 1, concatenated): its zero padding
+  gives the borders exactly."""
+  model, nonzero = _trained_resnet()
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  assert report.stops == []
+  params, flops = _resnet_cost(5, 6, 8, 12)
+  sizes = {'b1_conv1': (5, 6, 64, 64), 'b1_conv2': (6, 5, 64, 64),
+           'b2_conv1': (5, 8, 64, 16), 'b2_conv2': (8, 12, 16, 16)}
+  for conv, read in nonzero.items():
+    cin, cout, hw_in, hw_out = sizes[conv]
+    has_ones = '%s_shrink_ones' % conv in [l.name for l in small.layers]
+    assert has_ones == read.any(), conv
+    if has_ones:      # the ones conv (cin + 1) and one more input channel
+      params += cin + 1 + 9 * cout
+      flops += 2 * cin * hw_in + 2 * 9 * cout * hw_out
+  assert sum(read.any() for read in nonzero.values()) >= 2
+  assert (report.params_after, report.flops_after) == (params, flops)
+  assert report.params_after == small.count_params()
 
 
 # ------------------------------------------------------ MobileNet v2 style ---

@@ -34,26 +34,29 @@ from tf1prune.keras._shrink_report import KerasShrinkReport, layer_row
 __all__ = ['shrink_model', 'shrink_plain']
 
 
-def shrink_plain(model):
+def shrink_plain(model, fold_borders=True):
   """`shrink_model` of a model that carries no pins (already stripped)."""
-  p = plan(model)
+  p = plan(model, fold_borders)
   small, pairs = rebuild(model, p)
   rows = []
-  for old, new, call, new_out in pairs:
+  for old, new, call, new_out, helpers in pairs:
     first = call.inputs[0]
-    row = layer_row(old, new, call, p.shapes[first][-1],
-                    int(p.keep[first].sum()), new_out)
+    row = layer_row(old, new, call, p.shapes[first],
+                    int(p.keep[first].sum()), new_out, helpers)
     if row is not None:
       rows.append(row)
   return small, KerasShrinkReport(rows, p.stops)
 
 
-def shrink_model(model):
+def shrink_model(model, fold_borders=True):
   """Returns (a smaller copy of `model`, its `KerasShrinkReport`).
 
   Args:
     model: a built Sequential or functional Keras model (Keras 3 or
       tf_keras), pruned or not; it is not changed.
+    fold_borders: a Conv2D that pads with zeros and reads removed channels
+      that are nonzero constants gets one extra input channel of ones
+      (see `_shrink_build`); False: such channels stay (report stops).
 
   Returns:
     (a functional Keras model with the same inputs and outputs and the
@@ -63,4 +66,4 @@ def shrink_model(model):
     ValueError: `model` is subclassed, shares a layer between two calls,
       nests a model, or has a layer with several outputs.
   """
-  return shrink_plain(_export.strip_model(model))
+  return shrink_plain(_export.strip_model(model), fold_borders)

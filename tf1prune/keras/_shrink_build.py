@@ -24,7 +24,12 @@ removed input channel carried, its constant `v` (`relu(bias)`, a batch
 norm's shift, ...), is folded into the next layer's bias:
 `bias += v @ sum of the kernel taps over that input` (a layer without a bias
 gets one). The plan guarantees that every removed channel is such a constant
-and that the next layer reads it the same way at every position.
+and that the next layer reads it the same way at every position, except for
+a Conv2D that pads with zeros (its border taps read padding, not the
+constant): it gets one extra input channel of ones (a 1x1 Conv2D with a zero
+kernel and a bias of 1, concatenated to its input) whose kernel is the sum of
+`constant * kernel` over the removed channels; its own zero padding then
+gives every output position exactly what the removed channels gave it.
 """
 
 import numpy as np
@@ -59,6 +64,31 @@ def _dense_like(call, p, config, w):
     config['use_bias'] = True
     out['bias'] = bias[keep_out]
   return config, out
+
+
+def _conv_with_ones(call, p, config, w):
+  """A padded Conv2D whose removed inputs reach it through a ones channel:
+  its kernel on that channel is `sum of constant * kernel` over them."""
+  keep_in, keep_out = p.keep[call.inputs[0]], p.keep[call.output]
+  kernel = w['kernel']
+  values = _removed_consts(p, call.inputs[0], keep_in)
+  extra = np.tensordot(values, kernel[:, :, ~keep_in, :], axes=([0], [2]))
+  out = {'kernel': np.concatenate([kernel[:, :, keep_in, :],
+                                   extra[:, :, None, :]], axis=2)[..., keep_out]}
+  config['filters'] = int(keep_out.sum())
+  if 'bias' in w:
+    out['bias'] = w['bias'][keep_out]
+  return config, out
+
+
+def _ones_channel(keras, name, x):
+  """`x` with one more channel, of ones: a 1x1 Conv2D with a zero kernel and
+  a bias of 1 (plain Keras layers: the model loads without tf1prune)."""
+  ones = keras.layers.Conv2D(1, 1, kernel_initializer='zeros',
+                             bias_initializer='ones',
+                             name=name + '_shrink_ones')
+  concat = keras.layers.Concatenate(name=name + '_shrink_concat')
+  return concat([x, ones(x)]), [ones]
 
 
 def _separable(call, p, config, w):
@@ -132,7 +162,8 @@ def _dtype_name(variable):
 
 
 def rebuild(model, p):
-  """Returns (smaller model, [(old layer, new layer, call, new shape)]).
+  """Returns (smaller model, [(old layer, new layer, call, new shape,
+  [helper layers the shrink added for it])]).
 
   Args:
     model: the plain (stripped) Sequential or functional Keras model.
@@ -151,13 +182,17 @@ def rebuild(model, p):
       continue
     config = layer.get_config()
     w = layer_weights(layer)
-    if call.kind in _REBUILD:
+    args = [tensors[t] for t in call.inputs]
+    helpers = []
+    if call.output in p.ones:
+      config, w = _conv_with_ones(call, p, config, w)
+      args[0], helpers = _ones_channel(keras, layer.name, args[0])
+    elif call.kind in _REBUILD:
       config, w = _REBUILD[call.kind](call, p, config, w)
     elif call.kind == 'reshape' or (call.kind == 'flatten' and
                                     'target_shape' in config):
       config, w = _reshape(call, p, config, w)
     new = type(layer).from_config(config)
-    args = [tensors[t] for t in call.inputs]
     many = call.kind in ('merge', 'concat') or len(args) > 1
     tensors[call.output] = new(args if many else args[0])
     if call.kind in _REBUILD or call.kind == 'stop':
@@ -165,7 +200,8 @@ def rebuild(model, p):
         new.set_weights(layer.get_weights())
       else:
         _assign(new, w, call.kind)
-    pairs.append((layer, new, call, tuple(tensors[call.output].shape)))
+    pairs.append((layer, new, call, tuple(tensors[call.output].shape),
+                  helpers))
   inputs = [tensors[id(t)] for t in model.inputs]
   outputs = [tensors[id(t)] for t in model.outputs]
   return keras.Model(inputs if len(inputs) > 1 else inputs[0],

@@ -121,10 +121,14 @@ class Plan(object):
     consts: {tensor id: float64 [C]}, the constant of each channel or NaN.
     keep: {tensor id: bool [C]}, the channels that stay.
     stops: list of `Stop`.
+    ones: the output ids of the padded Conv2D calls that read removed
+      nonzero constants: they get an extra input channel of ones.
   """
 
-  def __init__(self, calls):
+  def __init__(self, calls, fold_borders=True):
     self.calls = calls
+    self.fold_borders = fold_borders
+    self.ones = set()  # outputs of padded convs that get a channel of ones
     self.shapes = {c.output: c.shape for c in calls}
     self.consts = {}
     self.keep = {}
@@ -164,6 +168,10 @@ class Plan(object):
     for tensor, base in self._base.items():
       roots = [self._uf.find(base + c) for c in range(self.shapes[tensor][-1])]
       self.keep[tensor] = np.array([reasons[r] is not None for r in roots])
+    for call in self.calls:
+      if (call.kind == 'conv' and self.fold_borders and
+          np.any(self._padded_constants(call) & ~self.keep[call.inputs[0]])):
+        self.ones.add(call.output)
     self._collect_stops(classes, reasons)
     return self
 
@@ -286,25 +294,34 @@ class Plan(object):
                    'it' % layer.name)
     return out
 
-  def _check_fold(self, call, reasons):
-    """Keeps the classes a padded conv cannot fold into its bias."""
-    layer = call.layer
-    in_shape = self.shapes[call.inputs[0]]
-    if call.kind == 'dense' or not pads_matter(layer, in_shape):
-      return
-    w = layer_weights(layer)
-    kernel = w['depthwise_kernel' if call.kind == 'separable' else 'kernel']
+  def _padded_constants(self, call):
+    """Input channels that a padded layer reads and that are nonzero
+    constants (all False if the layer reads no padding)."""
     values = self.consts[call.inputs[0]]
+    if call.kind == 'dense' or not pads_matter(
+        call.layer, self.shapes[call.inputs[0]]):
+      return np.zeros(len(values), bool)
+    w = layer_weights(call.layer)
+    kernel = w['depthwise_kernel' if call.kind == 'separable' else 'kernel']
     used = (kernel != 0).reshape(-1, len(values), kernel.shape[-1]).any(
         axis=(0, 2))
-    for c in np.flatnonzero(used & (values != 0) & ~np.isnan(values)):
+    return used & (values != 0) & ~np.isnan(values)
+
+  def _check_fold(self, call, reasons):
+    """Keeps the classes a padded conv cannot fold into its bias (with
+    `fold_borders`, a Conv2D gets a channel of ones instead)."""
+    if call.kind == 'conv' and self.fold_borders:
+      return
+    layer = call.layer
+    for c in np.flatnonzero(self._padded_constants(call)):
       root = self._uf.find(self.element(call.inputs[0], c))
       if reasons[root] is None:
         reasons[root] = (
             '%s pads with zeros: a removed channel that is a nonzero '
             'constant (its bias, batch norm shift, activation) reaches it '
             'with a different sum near the borders, so it cannot go into '
-            'the bias' % layer.name)
+            'the bias%s' % (layer.name, '' if call.kind == 'separable' else
+                            ' (fold_borders=False)'))
 
   def _reason(self, members):
     """None if the class can go, else why it stays."""
@@ -355,8 +372,14 @@ def _spread(kernel, values, padded):
   return np.where(zero, 0.0, np.where(bad & ~zero, np.nan, mid)).reshape(-1)
 
 
-def plan(model):
-  """The `Plan` of a functional or Sequential Keras model (see module doc)."""
+def plan(model, fold_borders=True):
+  """The `Plan` of a functional or Sequential Keras model (see module doc).
+
+  Args:
+    model: the model.
+    fold_borders: let a padded Conv2D read removed nonzero constants through
+      an extra channel of ones (else those channels stay, as stops).
+  """
   from tf1prune.keras._shrink_view import trace
   calls = trace(model)
-  return Plan(calls).build(model)
+  return Plan(calls, fold_borders).build(model)

@@ -30,43 +30,46 @@ class KerasLayerShrink(collections.namedtuple('KerasLayerShrink', [
   """One layer before and after the shrink (channels, parameters, FLOPs)."""
 
 
-def _flops(layer, kind, in_channels, out_shape):
+def _flops(layer, kind, out_shape):
   """2 x multiply-adds per example of a Dense / conv layer call."""
-  positions = int(np.prod([d for d in out_shape[1:-1]] or [1]))
-  out_channels = out_shape[-1]
-  if kind == 'dense':
-    return 2 * in_channels * out_channels * positions
-  if kind not in ('conv', 'depthwise', 'separable'):
+  if kind not in ('dense', 'conv', 'depthwise', 'separable'):
     return 0
-  config = layer.get_config()
-  taps = int(np.prod(config['kernel_size']))
-  if kind == 'conv':
-    return 2 * taps * in_channels * out_channels * positions
-  if kind == 'depthwise':
-    return 2 * taps * out_channels * positions
+  positions = int(np.prod([d for d in out_shape[1:-1]] or [1]))
+  shapes = {v.name.split('/')[-1].split(':')[0]: tuple(v.shape)
+            for v in layer.weights}
   if kind == 'separable':
-    mid = in_channels * config['depth_multiplier']
-    return 2 * (taps * mid + mid * out_channels) * positions
-  return 0
+    macs = (np.prod(shapes['depthwise_kernel']) +
+            np.prod(shapes['pointwise_kernel']))
+  else:
+    kernel = shapes.get('kernel', shapes.get('depthwise_kernel'))
+    macs = np.prod(kernel)
+  return int(2 * macs * positions)
 
 
-def layer_row(old, new, call, in_before, in_after, out_after):
+def _params(layers):
+  return int(sum(np.prod(v.shape) for layer in layers for v in layer.weights))
+
+
+def layer_row(old, new, call, in_shape, in_after, out_after, helpers=()):
   """A `KerasLayerShrink` for one pair of layers, or None if it has nothing
   to count.
 
   Args:
     old, new: the layer before and after the shrink.
     call: the old layer's `_shrink_view.Call`.
-    in_before, in_after: input channel counts (first input).
+    in_shape: the static shape of its (first) input before the shrink.
+    in_after: the input channels after it.
     out_after: the new output's static shape.
+    helpers: layers the shrink added for this one (a ones channel's 1x1
+      conv); their parameters and FLOPs count as this layer's.
   """
-  params_before = int(sum(np.prod(v.shape) for v in old.weights))
-  params_after = int(sum(np.prod(v.shape) for v in new.weights))
-  flops_before = _flops(old, call.kind, in_before, call.shape)
-  flops_after = _flops(new, call.kind, in_after, out_after)
+  params_before, params_after = _params([old]), _params([new] + list(helpers))
+  flops_before = _flops(old, call.kind, call.shape)
+  flops_after = _flops(new, call.kind, out_after) + sum(
+      _flops(h, 'conv', tuple(in_shape[:-1]) + (1,)) for h in helpers)
   if not (params_before or flops_before):
     return None
-  return KerasLayerShrink(old.name, type(old).__name__, in_before, in_after,
+  return KerasLayerShrink(old.name, type(old).__name__, in_shape[-1], in_after,
                           call.shape[-1], out_after[-1], params_before,
                           params_after, flops_before, flops_after)
 
