@@ -123,7 +123,8 @@ def test_resnet_with_half_a_residual_group_zeroed_keeps_that_group():
   _same_outputs(model, small, (8, 8, 3))
   assert small.get_layer('b2_conv2').filters == 16
   assert [(s.layer, s.channels) for s in report.stops] == [('b2_conv2', 2)]
-  assert 'b2_short' in report.stops[0].reason
+  assert report.stops[0].reason == (
+      'coupled with filters of b2_short that are not empty')
   assert report.params_after == report.params_before
 
 
@@ -338,7 +339,8 @@ def test_se_gate_zeroed_on_one_side_only_is_a_stop():
   _zero_filters(model.get_layer('conv'), [0, 3])      # se_expand keeps them
   _, report = tk.shrink_model(model)
   assert [(s.layer, s.channels) for s in report.stops] == [('conv', 2)]
-  assert 'se_expand' in report.stops[0].reason
+  assert report.stops[0].reason == (
+      'coupled with filters of se_expand that are not empty')
 
 
 # ------------------------------------------------ Pruner, Sequential, misc ---
@@ -409,3 +411,58 @@ def test_shared_layer_raises_with_the_fix():
   assert str(e.value) == (
       "layer 'shared' is called more than once (shared layers are not "
       "shrunk); give each call its own layer")
+
+
+# ----------------------------------------------------- concat, depthwise x2 ---
+
+def test_concat_and_depth_multiplier_map_channels_at_offsets():
+  K.utils.set_random_seed(0)
+  inputs = K.Input((6, 6, 4), name='image')
+  a = L.Conv2D(6, 1, activation='relu', name='a')(inputs)
+  b = L.Conv2D(4, 3, padding='same', activation='relu', name='b')(inputs)
+  cat = L.Concatenate(name='cat')([a, b])                  # 10 channels
+  d = L.DepthwiseConv2D(3, depth_multiplier=2, name='dw')(cat)   # 20, 4x4
+  d = L.Activation('relu6' if hasattr(K.activations, 'relu6') else 'tanh',
+                   name='act')(d)
+  e = L.Conv2D(5, 1, name='e')(d)
+  y = L.Dense(3, name='logits')(L.GlobalMaxPooling2D(name='pool')(e))
+  model = K.Model(inputs, y)
+  for layer in (model.get_layer('a'), model.get_layer('b')):
+    bias = layer.bias.numpy()
+    layer.bias.assign(np.random.RandomState(2).uniform(-1, 1, bias.shape))
+  _zero_filters(model.get_layer('a'), [1, 4])
+  _zero_filters(model.get_layer('b'), [0])
+  kernel = model.get_layer('e').kernel.numpy()
+  kernel[..., 2] = 0.0
+  model.get_layer('e').kernel.assign(kernel)              # e's filter 2
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (6, 6, 4))
+  assert report.stops == []
+  # dw is valid-padded: removed constants pass it as constants.
+  assert tuple(small.get_layer('cat').output.shape) == (None, 6, 6, 7)
+  assert tuple(small.get_layer('dw').output.shape) == (None, 4, 4, 14)
+  params = (4 * 4 + 4) + (9 * 4 * 3 + 3) + (9 * 14 + 14) + (14 * 4 + 4) + (
+      4 * 3 + 3)
+  flops = 2 * (4 * 4 * 36 + 9 * 4 * 3 * 36 + 9 * 14 * 16 + 14 * 4 * 16 +
+               4 * 3)
+  assert (report.params_after, report.flops_after) == (params, flops)
+
+
+def test_docs_example_runs():
+  """The `python no-run` block of docs/keras.md's "A smaller Keras model"."""
+  import contextlib
+  import io
+  import os
+  if K.__name__ != 'keras' or not K.__version__.startswith('3'):
+    pytest.skip('the docs example uses Keras 3 (import keras)')
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  with open(os.path.join(root, 'docs', 'keras.md')) as f:
+    text = f.read()
+  section = text.split('## A smaller Keras model')[1].split('\n## ')[0]
+  code = section.split('```python no-run\n')[1].split('```')[0]
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    exec(compile(code, 'docs/keras.md', 'exec'), {})   # pylint: disable=exec-used
+  lines = out.getvalue().splitlines()
+  assert lines[-4] == 'params x0.484, FLOPs x0.550'
+  assert float(lines[-1].split(': ')[1]) < 1e-5

@@ -336,10 +336,15 @@ class Plan(object):
     for e, _ in unknown:
       if e in self._why:
         return self._why[e]
-    producers = {c.output: c.layer.name for c in self.calls}
-    names = sorted(set(producers[t] for _, t in unknown))
-    return 'tied to channels of %s that are not constant (a filter there is ' \
-           'not empty)' % ', '.join(names)
+    producers = {c.output: c for c in self.calls}
+    names = sorted(set(producers[t].layer.name for _, t in unknown
+                       if producers[t].kind in _SOURCES))
+    if names:
+      return ('coupled with filters of %s that are not empty' %
+              ', '.join(names))
+    names = sorted(set(producers[t].layer.name for _, t in unknown))
+    return 'coupled with channels of %s that are not constant' % ', '.join(
+        names)
 
   def _keep_one(self, reasons):
     for tensor, base in self._base.items():
