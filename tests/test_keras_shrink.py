@@ -6,6 +6,8 @@ test compares the shrunk model's outputs with the unshrunk one's (to 1e-5 of
 max|y|) and its parameters and FLOPs with a NumPy count of the kept channels.
 """
 
+import json
+
 import numpy as np
 import pytest
 
@@ -194,6 +196,19 @@ def test_resnet_with_trained_batch_norms_shrinks_fully_with_ones_channels():
   assert sum(read.any() for read in nonzero.values()) >= 2
   assert (report.params_after, report.flops_after) == (params, flops)
   assert report.params_after == small.count_params()
+  assert json.loads(json.dumps(report.to_dict()))['totals'][
+      'params_after'] == params
+
+
+def test_shrunk_model_saves_and_loads_as_plain_keras(tmp_path):
+  model, _ = _trained_resnet()
+  small = tk.strip_model(model, shrink=True)
+  path = str(tmp_path / ('small.keras' if K.__version__.startswith('3')
+                         else 'small.h5'))
+  small.save(path)
+  loaded = K.models.load_model(path)
+  _same_outputs(model, loaded, (8, 8, 3))
+  assert loaded.count_params() == small.count_params() < model.count_params()
 
 
 # ------------------------------------------------------ MobileNet v2 style ---
@@ -422,8 +437,9 @@ def test_concat_and_depth_multiplier_map_channels_at_offsets():
   b = L.Conv2D(4, 3, padding='same', activation='relu', name='b')(inputs)
   cat = L.Concatenate(name='cat')([a, b])                  # 10 channels
   d = L.DepthwiseConv2D(3, depth_multiplier=2, name='dw')(cat)   # 20, 4x4
-  d = L.Activation('relu6' if hasattr(K.activations, 'relu6') else 'tanh',
-                   name='act')(d)
+  act = ('hard_swish' if hasattr(K.activations, 'hard_swish') else
+         'relu6' if hasattr(K.activations, 'relu6') else 'tanh')
+  d = L.Activation(act, name='act')(d)
   e = L.Conv2D(5, 1, name='e')(d)
   y = L.Dense(3, name='logits')(L.GlobalMaxPooling2D(name='pool')(e))
   model = K.Model(inputs, y)
