@@ -9,7 +9,9 @@
     >>> view.exclusive_const(view.nodes['y'], 1), view.shapes['y']
     ('w', [None, 1])
 
-`FrozenGraph` is a `GraphIndex` (nodes by name, each node's data consumers)
+`FrozenGraph` is the frozen GraphDef's channel view (`tf1prune.channels`:
+nodes are `NodeDef`s, tensors input names) and a `GraphIndex` (nodes by
+name, each node's data consumers)
 that also knows the static shape of each node's first output (from importing
 the graph), and holds the values of the constants it was asked for, as NumPy
 arrays that `shrink` edits; `changed` names the constants to write back.
@@ -80,6 +82,43 @@ class FrozenGraph(GraphIndex):
       user = current
       name, port = split_input(current.input[0])
     return None
+
+  # The channel view (`tf1prune.channels`): tensors are input names.
+  def op_type(self, node):
+    return node.op
+
+  def inputs(self, node):
+    return [i for i in node.input if not i.startswith('^')]
+
+  def output(self, node):
+    return node.name
+
+  def shape(self, tensor):
+    name, port = split_input(tensor)
+    if port != 0:
+      return None
+    if self.shapes.get(name) is None and name in self.values:
+      return list(self.values[name].shape)   # a const the shrink added
+    return self.shapes.get(name)
+
+  def constant(self, tensor):
+    return self.const_behind(tensor)
+
+  def attr(self, node, key, default):
+    """Attribute `key` of `node` as a Python value, else `default`."""
+    if key not in node.attr:
+      return default
+    value = node.attr[key]
+    which = value.WhichOneof('value')
+    if which == 's':
+      return value.s.decode('utf-8')
+    if which == 'type':
+      return tf.as_dtype(value.type).as_numpy_dtype
+    if which == 'list':
+      return list(value.list.i) or list(value.list.f) or default
+    if which in ('f', 'i', 'b'):
+      return getattr(value, which)
+    return default
 
   def value(self, const):
     if const not in self.values:
@@ -154,6 +193,20 @@ def static_shapes(graph_def):
   for op in graph.get_operations():
     if op.outputs and op.outputs[0].shape.ndims is not None:
       shapes[op.name] = op.outputs[0].shape.as_list()
+      if op.type == 'Reshape' and shapes[op.name][-1] is None:
+        shapes[op.name][-1] = _width_read(op.outputs[0])
     else:
       shapes[op.name] = None
   return shapes
+
+
+def _width_read(tensor):
+  """The width of a matrix that one MatMul reads as its data input (TF 1.15
+  does not infer `[2, -1]` reshapes): the rows of its weight, or None."""
+  users = tensor.consumers()
+  if len(users) != 1 or users[0].type != 'MatMul' or \
+      users[0].inputs[0] is not tensor or users[0].get_attr('transpose_a') or \
+      users[0].get_attr('transpose_b'):
+    return None
+  return users[0].inputs[1].shape.as_list()[0] if \
+      users[0].inputs[1].shape.ndims == 2 else None

@@ -27,6 +27,9 @@
   DepthwiseConv2dNative (maybe behind its BiasAdd), whose weight is a constant
   of its own, is folded into that weight (and bias) and leaves the graph.
 
+- readers of an `IdentityN` (`tf.custom_gradient`'s wrapper of swish and
+  silu) read its inputs directly.
+
 Constants nothing reads any more leave the graph too.
 """
 
@@ -317,6 +320,23 @@ def _fold_scales(g):
   return let_go
 
 
+def _bypass_identity_n(graph_def, outputs):
+  """Readers of `IdentityN:k` read its input k instead (the wrapper that
+  `tf.custom_gradient` puts around swish / silu); IdentityN nodes that are
+  not outputs then leave the graph."""
+  nodes = dict((n.name, n) for n in graph_def.node)
+  bypassed = set(n.name for n in graph_def.node
+                 if n.op == 'IdentityN' and n.name not in outputs)
+  if not bypassed:
+    return
+  for node in graph_def.node:
+    for index, ref in enumerate(node.input):
+      name, port = split_input(ref)
+      if name in bypassed and port >= 0:
+        node.input[index] = nodes[name].input[port]
+  _remove_orphans(graph_def, outputs, bypassed)
+
+
 def prepare_graph_def(graph_def, outputs):
   """Returns a copy of `graph_def`, constants and batch norms folded.
 
@@ -333,6 +353,7 @@ def prepare_graph_def(graph_def, outputs):
     if '_output_shapes' in node.attr:
       del node.attr['_output_shapes']
   outputs = set(outputs)
+  _bypass_identity_n(copy, outputs)
   fold_constants(copy, outputs)
   g = FrozenGraph(copy, outputs)
   let_go = _batch_norms_to_scale_and_offset(g)

@@ -20,16 +20,16 @@
     True
 
 A region starts at the output of a Conv2D or MatMul layer and grows through
-every op whose output channel `c` depends on input channels `c` only, both
-forward (to the users of a tensor) and backward (to the producers of the
-other inputs of an add or a concat): activations, BiasAdd/Add/Sub/Mul by a
-per-channel constant or a `[1, H, W, C]` map, pools, spatial Pad, a spatial
-Mean or Squeeze, residual Add/AddV2/Sub of two tensors, ConcatV2 on the
-channel axis, DepthwiseConv2dNative (input channel k feeds outputs
-`k * m .. k * m + m - 1`), and a Reshape of NHWC to `[N, K]` (row `r` reads
-channel `r % C`). A `StridedSlice` of channel 0:1 read only by `Shape` (the
-extra ones channel of `extra_channels`) reads no channel: it is passed by. It ends at the inputs of the next Conv2D and MatMul layers
-(the sinks) and at the layers that produce its tensors (the sources).
+every op that keeps channels apart, both forward (to the users of a tensor)
+and backward (to the producers of the other inputs of an add, a multiply or
+a concat). Which ops those are, and how they tie channels, is the op table
+of `tf1prune.channels` (its frozen view: every input that is not a constant
+carries channels); the shrink adds what it needs to edit them: a
+per-channel parameter must be a constant used by that op only, a Reshape's
+target too. A `StridedSlice` of channel 0:1 read only by `Shape` (the extra
+ones channel of `extra_channels`) reads no channel: it is passed by. It
+ends at the inputs of the next Conv2D and MatMul layers (the sinks) and at
+the layers that produce its tensors (the sources).
 
 Channel elements of the region's tensors are tied into classes (union-find):
 a class is one channel that can only be removed everywhere at once. A tensor
@@ -41,46 +41,17 @@ import collections
 
 import numpy as np
 
-from tf1prune.export.shrink.frozen_graph import attr_ints, attr_str, split_input
-
-
-def _softplus(v):
-  return np.logaddexp(0.0, v)
-
-
-_SELU = (1.0507009873554804934193349852946, 1.6732632423543772848170429916717)
-
-# op type -> f(values as float64, node) for elementwise ops.
-ELEMENTWISE = {
-    'Identity': lambda v, n: v,
-    'Snapshot': lambda v, n: v,
-    'Relu': lambda v, n: np.maximum(v, 0.0),
-    'Relu6': lambda v, n: np.clip(v, 0.0, 6.0),
-    'Elu': lambda v, n: np.where(v > 0, v, np.expm1(np.minimum(v, 0.0))),
-    'Selu': lambda v, n: _SELU[0] * np.where(
-        v > 0, v, _SELU[1] * np.expm1(np.minimum(v, 0.0))),
-    'LeakyRelu': lambda v, n: np.where(
-        v > 0, v, v * (n.attr['alpha'].f if 'alpha' in n.attr else 0.2)),
-    'Sigmoid': lambda v, n: 1.0 / (1.0 + np.exp(-v)),
-    'Tanh': lambda v, n: np.tanh(v),
-    'Softplus': lambda v, n: _softplus(v),
-}
-_MIXING = {
-    'LRN': 'LRN normalizes across neighbouring channels',
-    'FusedBatchNorm': 'batch norm in training form (or with statistics that '
-                      'are not constants) is not folded',
-    'Concat': 'concat with the axis first (Concat v1) is not shrunk',
-    'Softmax': 'softmax mixes all channels',
-    'Shape': 'it reads the shape, which the shrink changes',
-}
-for _v in ('FusedBatchNormV2', 'FusedBatchNormV3'):
-  _MIXING[_v] = _MIXING['FusedBatchNorm']
+from tf1prune.channels import UnionFind, tie
+from tf1prune.channels import classify as classify_channels
+from tf1prune.export.shrink.frozen_graph import attr_str, split_input
 
 Layer = collections.namedtuple('Layer', ['node', 'kind', 'weight'])
-# kind: 'act', 'add', 'sub', 'rsub', 'mul' (const), 'sum', 'diff', 'pool',
-# 'pad', 'mean', 'squeeze', 'concat', 'depthwise', 'flatten'.
+# kind: a `tf1prune.channels` kind ('elementwise', 'pool', 'pad', 'reduce',
+# 'concat', 'depthwise', 'reshape'); inputs: the indices of the region's
+# inputs; const: the per-channel const (elementwise), the depthwise weight or
+# the reshape target, else None; extra: as the `ChannelOp`'s; rule: its row.
 Op = collections.namedtuple('Op', ['kind', 'node', 'inputs', 'output',
-                                   'const', 'extra'])
+                                   'const', 'extra', 'rule'])
 _KINDS = {'Conv2D': 'conv', 'MatMul': 'dense',
           'DepthwiseConv2dNative': 'depthwise'}
 
@@ -146,32 +117,6 @@ def _rank(g, name):
   return None if shape is None else len(shape)
 
 
-
-def _binary(g, node, channels):
-  op, consts = node.op, [_is_const(g, i) for i in node.input[:2]]
-  if not any(consts):
-    shapes = [g.shapes.get(split_input(i)[0]) for i in node.input[:2]]
-    if op == 'Mul':
-      return None, 'it multiplies two tensors: the shrink does not pass it'
-    if op not in ('Add', 'AddV2', 'Sub'):
-      return None, 'its other input is not a per-channel constant'
-    if None in shapes or any(not s or s[-1] != channels or len(s) != len(
-        shapes[0]) for s in shapes):
-      return None, 'its inputs do not line up channel by channel'
-    return Op('sum' if op != 'Sub' else 'diff', node, [0, 1], node.name,
-              None, None), None
-  index = 0 if consts[1] else 1    # the tensor input
-  shape = g.shapes.get(split_input(node.input[index])[0])
-  if shape and shape[-1] is not None and shape[-1] != channels:
-    return None, 'it spreads its input over the channels of a constant'
-  const = channel_const(g, node, 1 - index, channels)
-  if const is None:
-    return None, 'its other input is not a per-channel constant'
-  kind = {'Add': 'add', 'AddV2': 'add', 'BiasAdd': 'add', 'BiasAddV1': 'add',
-          'Mul': 'mul', 'Sub': 'sub' if index == 0 else 'rsub'}[op]
-  return Op(kind, node, [index], node.name, const, None), None
-
-
 def reads_shape_only(g, node):
   """True for a StridedSlice of channel 0:1 read by Shape ops only (the ones
   channel shrink makes): it reads N, H and W, whatever the channels."""
@@ -192,78 +137,66 @@ def reads_shape_only(g, node):
   return [int(e[3]) for e in ends] == [0, 1, 1]
 
 
+def _elementwise(g, found, channels):
+  node = found.node
+  if found.rule.value is None:
+    return None, found.rule.why
+  if found.loose:
+    return None, 'its other input is not a per-channel constant'
+  if len(found.params) > 1:
+    return None, 'it has more than one per-channel parameter'
+  const = None
+  if found.params:
+    const = channel_const(g, node, found.params[0], channels)
+    if const is None:
+      return None, 'its other input is not a per-channel constant'
+  return Op('elementwise', node, found.inputs, node.name, const, None,
+            found.rule), None
+
+
+def _reshape(g, found, channels):
+  node, const = found.node, None
+  if node.op == 'Reshape':
+    const = g.exclusive_const(node, 1)
+    target = g.value(const) if const is not None else None
+    if target is None or target.ndim != 1 or target[-1] not in (-1, channels):
+      return None, ('only a Reshape by a constant of its own that keeps '
+                    'whole channels is shrunk')
+  return Op('reshape', node, [0], node.name, const, found.extra,
+            found.rule), None
+
+
 def classify(g, node):
-  """Op for a node that keeps channels apart, or (None, why) otherwise."""
-  op, name = node.op, node.name
-  out = g.shapes.get(name)
-  if not out or out[-1] is None:
-    return None, 'its output shape is unknown'
-  channels, rank = out[-1], len(out)
-  nhwc = attr_str(node, 'data_format', 'NHWC') in ('NHWC', 'N...C')
-  if op in ELEMENTWISE:
-    return Op('act', node, [0], name, None, None), None
-  if op in ('BiasAdd', 'BiasAddV1', 'Add', 'AddV2', 'Sub', 'Mul'):
-    if not nhwc:
-      return None, 'only NHWC BiasAdd is shrunk'
-    return _binary(g, node, channels)
-  if op in ('MaxPool', 'AvgPool'):
-    if rank != 4 or not nhwc:
-      return None, 'only NHWC pooling is shrunk'
-    return Op('pool', node, [0], name, None, None), None
-  if op in ('Pad', 'PadV2'):
-    pads = g.const_behind(node.input[1])
-    fill = g.const_behind(node.input[2]) if op == 'PadV2' else np.zeros(())
-    if pads is None or fill is None or pads.shape != (4, 2) or \
-        np.any(pads[[0, 3]]) or fill.size != 1:
-      return None, 'only a constant Pad of the height and width is shrunk'
-    return Op('pad', node, [0], name, None, (pads[1:3].tolist(),
-                                             float(fill.reshape(-1)[0]))), None
-  if op == 'Mean':
-    axes = g.const_behind(node.input[1])
-    keep = node.attr['keep_dims'].b if 'keep_dims' in node.attr else False
-    source_rank = _rank(g, split_input(node.input[0])[0])
-    if axes is None or source_rank != 4 or \
-        set((np.asarray(axes).reshape(-1) % 4).tolist()) != {1, 2}:
-      return None, 'only a Mean over height and width is shrunk'
-    return Op('mean', node, [0], name, None, keep), None
-  if op == 'Squeeze':
-    dims = set(d % 4 for d in attr_ints(node, 'squeeze_dims', []))
-    if _rank(g, split_input(node.input[0])[0]) != 4 or dims != {1, 2}:
-      return None, 'only a Squeeze of height and width is shrunk'
-    return Op('squeeze', node, [0], name, None, None), None
-  if op == 'ConcatV2':
-    count = node.attr['N'].i
-    axis = g.const_behind(node.input[count])
-    if axis is None or int(axis) % rank != rank - 1:
-      return None, 'concat not on the channel axis mixes channels'
-    return Op('concat', node, list(range(count)), name, None, None), None
-  if op == 'DepthwiseConv2dNative':
+  """Op for a node that keeps channels apart, or (None, why) otherwise: the
+  row of `tf1prune.channels`' op table, and what the shrink needs of it
+  (constants used by this node only, that it can edit)."""
+  found, why = classify_node(g, node)
+  if found is None:
+    return None, why
+  channels = g.shapes[node.name][-1]
+  kind = found.kind
+  if kind == 'elementwise':
+    return _elementwise(g, found, channels)
+  if kind == 'reshape':
+    return _reshape(g, found, channels)
+  if kind == 'depthwise':
     layer, why = _as_layer(g, node)
     if layer is None:
       return None, why
-    return Op('depthwise', node, [0], name, layer.weight, layer), None
-  if op == 'Reshape':
-    return _flatten(g, node)
-  return None, _MIXING.get(op, '%s is not among the ops the shrink passes' % op)
+    return Op(kind, node, [0], node.name, layer.weight, found.extra,
+              found.rule), None
+  if kind == 'concat':
+    return Op(kind, node, list(range(len(found.extra))), node.name, None,
+              found.extra, found.rule), None
+  if kind == 'identity_n':
+    return None, 'IdentityN is folded away by prepare; this one is not'
+  return Op(kind, node, [0], node.name, None, found.extra, found.rule), None
 
 
-def _flatten(g, node):
-  source = g.shapes.get(split_input(node.input[0])[0])
-  target = g.exclusive_const(node, 1)
-  if not source or len(source) != 4 or source[-1] is None or target is None:
-    return None, 'only a Reshape of NHWC to [N, K] by a constant is shrunk'
-  shape = g.value(target)
-  width = g.shapes[node.name][-1] if g.shapes.get(node.name) else None
-  users = g.consumers(node.name)
-  if width is None and users and len(users) == 1 and \
-      users[0][0].op == 'MatMul' and users[0][1] == 0:
-    weight = g.exclusive_const(users[0][0], 1)
-    width = g.value(weight).shape[0] if weight is not None else None
-  if shape.ndim != 1 or shape.size != 2 or width is None or \
-      width % source[-1] or shape[-1] not in (-1, width):
-    return None, ('the reshape to %s does not keep whole channels in the '
-                  'rows of a matrix [N, K]' % (shape.tolist(),))
-  return Op('flatten', node, [0], node.name, target, width // source[-1]), None
+def classify_node(g, node):
+  """The `tf1prune.channels.ChannelOp` of `node` in the frozen view: every
+  input that is not a constant carries channels."""
+  return classify_channels(g, node, lambda tensor: not _is_const(g, tensor))
 
 
 class Region(object):
@@ -271,7 +204,7 @@ class Region(object):
 
   def __init__(self):
     self.ids = collections.OrderedDict()  # tensor -> element ids
-    self.parent = []
+    self.sets = UnionFind()
     self.ops = []
     self.sources = []     # Layer
     self.sinks = []       # (Layer, tensor)
@@ -279,57 +212,17 @@ class Region(object):
     self.broken = None    # (node, op, reason): channels do not line up
 
   def add(self, tensor, channels):
-    start = len(self.parent)
-    self.parent.extend(range(start, start + channels))
-    self.ids[tensor] = np.arange(start, start + channels)
-
-  def find(self, i):
-    root = i
-    while self.parent[root] != root:
-      root = self.parent[root]
-    while self.parent[i] != root:
-      self.parent[i], i = root, self.parent[i]
-    return root
-
-  def union(self, a, b):
-    for i, j in zip(np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)):
-      i, j = self.find(int(i)), self.find(int(j))
-      if i != j:
-        self.parent[max(i, j)] = min(i, j)
+    self.ids[tensor] = self.sets.add(channels)
 
   def classes(self, tensor):
-    return np.array([self.find(int(i)) for i in self.ids[tensor]], np.int64)
+    return np.array([self.sets.find(i) for i in self.ids[tensor]], np.int64)
 
 
 def _tie(region, op):
   """Unions the channel elements that `op` ties; False if they do not fit."""
-  ids = region.ids
-  out = ids[op.output]
-  inputs = [ids[split_input(op.node.input[i])[0]] for i in op.inputs]
-  if op.kind == 'concat':
-    if sum(i.size for i in inputs) != out.size:
-      return False
-    offset = 0
-    for i in inputs:
-      region.union(i, out[offset:offset + i.size])
-      offset += i.size
-    return True
-  if op.kind in ('depthwise', 'flatten'):
-    if out.size % inputs[0].size:
-      return False
-    per = out.size // inputs[0].size
-    grid = out.reshape(-1, per) if op.kind == 'depthwise' else \
-        out.reshape(per, -1).T
-    if grid.shape[0] != inputs[0].size:
-      return False
-    for column in grid.T:
-      region.union(inputs[0], column)
-    return True
-  if any(i.size != out.size for i in inputs):
-    return False
-  for i in inputs:
-    region.union(i, out)
-  return True
+  ids = {i: list(region.ids[split_input(op.node.input[i])[0]])
+         for i in op.inputs}
+  return tie(region.sets, op, ids, list(region.ids[op.output]))
 
 
 def explore(g, layers, start):

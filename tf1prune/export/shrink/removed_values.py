@@ -27,7 +27,6 @@ import numpy as np
 from tf1prune.export.shrink.padding import (conv_map, conv_pads,
                                             depthwise_map, pool_map)
 from tf1prune.export.shrink.frozen_graph import attr_ints, attr_str, split_input
-from tf1prune.export.shrink.regions import ELEMENTWISE
 
 
 def spatial_size(g, tensor):
@@ -118,19 +117,54 @@ def _depthwise(g, op, x, reasons):
   return depthwise_map(full(x, size), weight, pads, strides, dilations)
 
 
+def _elementwise(g, op, inputs):
+  args, values = [], iter(inputs)
+  for index in range(len(g.inputs(op.node))):
+    args.append(next(values) if index in op.inputs else _const4(g, op.const))
+  return op.rule.value(lambda key, default: g.attr(op.node, key, default),
+                       *args)
+
+
+def _pad(g, op, x, size, reasons):
+  pads, fill, mode = op.extra
+  node = op.node
+  if not np.any(pads):
+    return x
+  if mode != 'CONSTANT':
+    if x.shape[:2] == (1, 1):    # mirroring a constant gives the constant
+      return x
+    if size is None:
+      return _unknown(x, 1, reasons, node, 'the input size of this '
+                      'MirrorPad is unknown')
+    return np.pad(full(x, size), [tuple(p) for p in pads] + [(0, 0)],
+                  mode.lower())
+  if size is None:
+    if fill:
+      return _unknown(np.ones_like(x), 1, reasons, node,
+                      'the input size of this Pad is unknown')
+    return _unknown(x, 1, reasons, node, 'the input size of this Pad is '
+                    'unknown')
+  return np.pad(full(x, size), [tuple(p) for p in pads] + [(0, 0)],
+                'constant', constant_values=fill)
+
+
+def _reshape(g, op, x, reasons):
+  rows = op.extra
+  if x.shape[:2] == (1, 1):
+    return np.tile(x[0, 0], rows)[None, None]
+  if x.shape[0] * x.shape[1] == rows:
+    return x.reshape(1, 1, -1)
+  return _unknown(np.tile(x.any(axis=(0, 1)), rows)[None, None], 1, reasons,
+                  op.node, 'the reshape puts positions of a map into the '
+                  'batch')
+
+
 def _apply(g, op, inputs, reasons):
-  """The value of `op`'s output from its inputs' values."""
+  """The value of `op`'s output from its inputs' values (`tf1prune.channels`
+  gives the NumPy function of each element-wise op and reduction)."""
   node, kind, x = op.node, op.kind, inputs[0]
-  if kind == 'act':
-    return ELEMENTWISE[node.op](x, node)
-  if kind in ('add', 'sub', 'rsub', 'mul'):
-    c = _const4(g, op.const)
-    return {'add': lambda: x + c, 'sub': lambda: x - c,
-            'rsub': lambda: c - x, 'mul': lambda: x * c}[kind]()
-  if kind in ('sum', 'diff'):
-    return x + inputs[1] if kind == 'sum' else x - inputs[1]
-  if kind in ('mean', 'squeeze'):
-    return x.mean(axis=(0, 1), keepdims=True)
+  if kind == 'elementwise':
+    return _elementwise(g, op, inputs)
   if kind == 'concat':
     shapes = [v.shape[:2] for v in inputs if v.shape[:2] != (1, 1)]
     if shapes:
@@ -138,7 +172,11 @@ def _apply(g, op, inputs, reasons):
     return np.concatenate(inputs, axis=-1)
   if kind == 'depthwise':
     return _depthwise(g, op, x, reasons)
+  if kind == 'reshape':
+    return _reshape(g, op, x, reasons)
   size = spatial_size(g, split_input(node.input[0])[0])
+  if kind == 'reduce':
+    return op.rule.value(x, None if size is None else size[0] * size[1])
   if kind == 'pool':
     if x.shape[:2] == (1, 1):   # max ignores padding, avg counts valid only
       return x
@@ -148,26 +186,7 @@ def _apply(g, op, inputs, reasons):
                      attr_str(node, 'padding', 'VALID'))
     return pool_map(x, node.op, kernel, pads, strides)
   if kind == 'pad':
-    pads, fill = op.extra
-    if not np.any(pads):
-      return x
-    if size is None:
-      if fill:
-        return _unknown(np.ones_like(x), 1, reasons, node,
-                        'the input size of this Pad is unknown')
-      return _unknown(x, 1, reasons, node, 'the input size of this Pad is '
-                      'unknown')
-    return np.pad(full(x, size), [tuple(p) for p in pads] + [(0, 0)],
-                  'constant', constant_values=fill)
-  if kind == 'flatten':
-    rows = op.extra
-    if x.shape[:2] == (1, 1):
-      return np.tile(x[0, 0], rows)[None, None]
-    if x.shape[0] * x.shape[1] == rows:
-      return x.reshape(1, 1, -1)
-    return _unknown(np.tile(x.any(axis=(0, 1)), rows)[None, None], 1, reasons,
-                    node, 'the reshape puts positions of a map into the '
-                    'batch')
+    return _pad(g, op, x, size, reasons)
   raise ValueError('unknown region op kind %r' % kind)
 
 

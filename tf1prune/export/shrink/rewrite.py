@@ -178,7 +178,8 @@ def _padded_ones(g, layer, pattern):
 def _first_sum(region, position, classes, cls):
   """The first residual add or sub whose output holds class `cls`."""
   for op in sorted(region.ops, key=lambda o: position.get(o.node.name, 0)):
-    if op.kind in ('sum', 'diff') and cls in classes[op.output]:
+    if op.kind == 'elementwise' and len(op.inputs) > 1 and \
+        cls in classes[op.output]:
       return op.node
   return None
 
@@ -315,11 +316,12 @@ def shrink_region(g, region, fold_borders, position=None):
   for layer in region.sources:
     _delete(g, layer.weight, mask[layer.node.name])
   for op in region.ops:
-    if op.kind in ('add', 'sub', 'rsub', 'mul'):
+    if op.kind == 'elementwise' and op.const is not None:
       _delete(g, op.const, mask[op.output])
     elif op.kind == 'depthwise':
       _delete(g, op.const, mask[split_input(op.node.input[0])[0]], axis=2)
-    elif op.kind == 'flatten' and g.value(op.const)[-1] != -1:
+    elif op.kind == 'reshape' and op.const is not None and \
+        g.value(op.const)[-1] != -1:
       target = g.value(op.const).copy()
       target[-1] = int((~mask[op.output]).sum())
       g.set_value(op.const, target)
