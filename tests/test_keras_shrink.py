@@ -482,3 +482,23 @@ def test_docs_example_runs():
   lines = out.getvalue().splitlines()
   assert lines[-4] == 'params x0.484, FLOPs x0.550'
   assert float(lines[-1].split(': ')[1]) < 1e-5
+
+
+def test_keras_layer_view_reads_the_one_channel_table():
+  """Every Keras layer class and activation the shrink passes stands for a
+  row of tf1prune.channels' table; softmax stops there with its reason."""
+  from tf1prune.channels import RULES
+  from tf1prune.keras._shrink_view import ACTIVATION_OPS, OP_TYPES
+  for name, op in list(OP_TYPES.items()) + list(ACTIVATION_OPS.items()):
+    if name == 'InputLayer':
+      continue
+    assert op in RULES, (name, op)
+    assert (RULES[op].kind == 'stop') == (name in ('softmax', 'log_softmax'))
+  x = K.Input((4,), name='x')
+  h = L.Dense(6, name='h')(x)
+  y = L.Dense(3, name='y')(L.Activation('softmax', name='sm')(h))
+  model = K.Model(x, y)
+  _zero_filters(model.get_layer('h'), [2])
+  _, report = tk.shrink_model(model)
+  assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
+      ('h', 1, 'read by sm: softmax mixes all channels')]

@@ -12,7 +12,7 @@
     [True, False, True, False]
 
 Every channel element `(tensor, c)` of the traced model (`_shrink_view`)
-goes into a union-find: a layer that passes channels ties its output channel
+goes into the union-find of `tf1prune.channels` (its `tie`): a layer that passes channels ties its output channel
 `c` to its input channel `c`, a merge ties all its inputs, a concat ties at
 offsets, a depthwise conv spreads a channel over its multiplier, a flatten
 ties row `r` to channel `r % C`. A class is one channel that can only go
@@ -36,6 +36,9 @@ import collections
 import numpy as np
 import tensorflow as tf
 
+from tf1prune.channels import ChannelOp, UnionFind, tie
+from tf1prune.keras._shrink_view import activation_stops, trace
+
 __all__ = ['Plan', 'Stop', 'layer_weights', 'pads_matter', 'plan']
 
 _SOURCES = ('dense', 'conv', 'separable')
@@ -43,30 +46,6 @@ _SOURCES = ('dense', 'conv', 'separable')
 
 class Stop(collections.namedtuple('Stop', ['layer', 'channels', 'reason'])):
   """`channels` empty filters of `layer` that stay, and why."""
-
-
-class _UnionFind(object):
-
-  def __init__(self):
-    self.parent = []
-
-  def add(self, n):
-    start = len(self.parent)
-    self.parent.extend(range(start, start + n))
-    return start
-
-  def find(self, a):
-    root = a
-    while self.parent[root] != root:
-      root = self.parent[root]
-    while self.parent[a] != root:
-      self.parent[a], a = root, self.parent[a]
-    return root
-
-  def union(self, a, b):
-    ra, rb = self.find(a), self.find(b)
-    if ra != rb:
-      self.parent[max(ra, rb)] = min(ra, rb)
 
 
 def layer_weights(layer):
@@ -133,7 +112,7 @@ class Plan(object):
     self.consts = {}
     self.keep = {}
     self.stops = []
-    self._uf = _UnionFind()
+    self._uf = UnionFind()
     self._base = {}
     self._pins = {}    # element -> reason
     self._why = {}     # element -> why it is not constant though its inputs are
@@ -142,9 +121,19 @@ class Plan(object):
   def element(self, tensor, channel):
     return self._base[tensor] + channel
 
-  def _tie(self, out, inp, index):
-    for c, i in enumerate(index):
-      self._uf.union(self.element(out, c), self.element(inp, int(i)))
+  def _ids(self, tensor):
+    base = self._base[tensor]
+    return list(range(base, base + self.shapes[tensor][-1]))
+
+  def _tie(self, call, kind='elementwise', extra=None):
+    """Ties the output's channels to its inputs' as `tf1prune.channels`
+    ties them for a `ChannelOp` of `kind`."""
+    inputs = list(range(len(call.inputs)))
+    op = ChannelOp(kind, call.layer, inputs, [], [], extra, None)
+    ids = {i: self._ids(t) for i, t in enumerate(call.inputs)}
+    if not tie(self._uf, op, ids, self._ids(call.output)):
+      raise ValueError('internal error: the channels of %r do not line up '
+                       'with its inputs' % call.layer.name)
 
   def _pin(self, tensor, reason):
     for c in range(self.shapes[tensor][-1]):
@@ -152,7 +141,7 @@ class Plan(object):
 
   def build(self, model):
     for call in self.calls:
-      self._base[call.output] = self._uf.add(call.shape[-1])
+      self._base[call.output] = int(self._uf.add(call.shape[-1])[0])
       self._forward(call)
     for tensor in model.outputs:
       self._pin(id(tensor), 'it is a model output')
@@ -193,14 +182,12 @@ class Plan(object):
       self.consts[out] = self._source(call, ins[0])
       for c in np.flatnonzero(~np.isnan(self.consts[out])):
         self._empty[self.element(out, c)] = layer.name
-      from tf1prune.keras._shrink_view import (MIXING_ACTIVATIONS,
-                                               activation_name)
-      if activation_name(layer) in MIXING_ACTIVATIONS:
-        self._pin(out, 'the activation of %s mixes its outputs' % layer.name)
+      why = activation_stops(layer)
+      if why:
+        self._pin(out, 'the activation of %s: %s' % (layer.name, why))
     elif kind == 'depthwise':
       self.consts[out] = self._depthwise(call, ins[0])
-      self._tie(out, call.inputs[0],
-                np.arange(channels) // (channels // len(ins[0])))
+      self._tie(call, 'depthwise', channels // len(ins[0]))
     elif kind in ('elementwise', 'pool', 'pad', 'reshape'):
       if kind == 'elementwise':
         values = _elementwise(layer, ins[0], len(shape))
@@ -212,7 +199,7 @@ class Plan(object):
       else:
         values = ins[0]
       self.consts[out] = values
-      self._tie(out, call.inputs[0], np.arange(channels))
+      self._tie(call)
     elif kind == 'merge':
       op = {'Add': np.add, 'Subtract': np.subtract, 'Multiply': np.multiply,
             'Maximum': np.maximum, 'Minimum': np.minimum}.get(
@@ -224,19 +211,13 @@ class Plan(object):
         for other in ins[1:]:
           values = op(values, other)
       self.consts[out] = values
-      for t in call.inputs:
-        self._tie(out, t, np.arange(channels))
+      self._tie(call)
     elif kind == 'concat':
       self.consts[out] = np.concatenate(ins)
-      offset = 0
-      for t, values in zip(call.inputs, ins):
-        for c in range(len(values)):
-          self._uf.union(self.element(out, offset + c), self.element(t, c))
-        offset += len(values)
+      self._tie(call, 'concat', [len(values) for values in ins])
     elif kind == 'flatten':
-      index = np.arange(channels) % len(ins[0])
-      self.consts[out] = ins[0][index]
-      self._tie(out, call.inputs[0], index)
+      self.consts[out] = ins[0][np.arange(channels) % len(ins[0])]
+      self._tie(call, 'reshape', channels // len(ins[0]))
     else:
       raise ValueError('unknown kind %r of layer %r' % (kind, layer.name))
 
@@ -385,6 +366,5 @@ def plan(model, fold_borders=True):
     fold_borders: let a padded Conv2D read removed nonzero constants through
       an extra channel of ones (else those channels stay, as stops).
   """
-  from tf1prune.keras._shrink_view import trace
   calls = trace(model)
   return Plan(calls, fold_borders).build(model)

@@ -30,7 +30,11 @@ is the channel axis, channels_last only):
 | `reshape` | `Reshape` keeping the last axis (SE: `[N, C]` -> `[N, 1, 1, C]`) | input channel `c` |
 | `stop` | anything else | its inputs keep all channels (`Call.reason`) |
 
-This is the Keras counterpart of the graph shrink's op table; the rebuild
+The kinds come from the one channel table of `tf1prune.channels` (the rows
+the graph shrink and `find_channel_groups` use): each layer class, and each
+activation, stands for the TF op type it computes (`OP_TYPES`,
+`ACTIVATION_OPS`), whose row says how channels go through it; the ties are
+made by `tf1prune.channels`' union-find and `tie`. The rebuild
 (`tf1prune.keras._shrink_build`) and the channel classes
 (`tf1prune.keras._shrink_plan`) work from it.
 """
@@ -40,50 +44,83 @@ import collections
 import numpy as np
 import tensorflow as tf
 
-__all__ = ['Call', 'KINDS', 'classify', 'trace']
+from tf1prune.channels import rule_of
+
+__all__ = ['ACTIVATION_OPS', 'Call', 'KINDS', 'OP_TYPES', 'activation_stops',
+           'classify', 'op_type', 'trace']
 
 KINDS = ('input', 'dense', 'conv', 'separable', 'depthwise', 'elementwise',
          'pool', 'pad', 'merge', 'concat', 'flatten', 'reshape', 'stop')
 
-_BY_CLASS = {
-    'InputLayer': 'input',
-    'Dense': 'dense',
-    'Conv2D': 'conv',
-    'SeparableConv2D': 'separable',
-    'DepthwiseConv2D': 'depthwise',
-    'BatchNormalization': 'elementwise',
-    'Activation': 'elementwise',
-    'ReLU': 'elementwise',
-    'LeakyReLU': 'elementwise',
-    'ELU': 'elementwise',
-    'Dropout': 'elementwise',
-    'SpatialDropout2D': 'elementwise',
-    'GaussianNoise': 'elementwise',
-    'GaussianDropout': 'elementwise',
-    'AlphaDropout': 'elementwise',
-    'ActivityRegularization': 'elementwise',
-    'Identity': 'elementwise',
-    'MaxPooling2D': 'pool',
-    'AveragePooling2D': 'pool',
-    'MaxPooling1D': 'pool',
-    'AveragePooling1D': 'pool',
-    'GlobalAveragePooling2D': 'pool',
-    'GlobalMaxPooling2D': 'pool',
-    'GlobalAveragePooling1D': 'pool',
-    'GlobalMaxPooling1D': 'pool',
-    'ZeroPadding2D': 'pad',
-    'Add': 'merge',
-    'Subtract': 'merge',
-    'Multiply': 'merge',
-    'Average': 'merge',
-    'Maximum': 'merge',
-    'Minimum': 'merge',
-    'Concatenate': 'concat',
-    'Flatten': 'flatten',
-    'Reshape': 'reshape',
+# Keras layer class -> the TF op type whose row of the channel table
+# (tf1prune.channels.table) says how channels go through the layer.
+OP_TYPES = {
+    'InputLayer': 'Placeholder',
+    'Dense': 'MatMul',
+    'Conv2D': 'Conv2D',
+    'SeparableConv2D': 'Conv2D',
+    'DepthwiseConv2D': 'DepthwiseConv2dNative',
+    'BatchNormalization': 'FusedBatchNormV3',
+    'ReLU': 'Relu',
+    'LeakyReLU': 'LeakyRelu',
+    'ELU': 'Elu',
+    'Dropout': 'Identity',
+    'SpatialDropout2D': 'Identity',
+    'GaussianNoise': 'Identity',
+    'GaussianDropout': 'Identity',
+    'AlphaDropout': 'Identity',
+    'ActivityRegularization': 'Identity',
+    'Identity': 'Identity',
+    'MaxPooling2D': 'MaxPool',
+    'AveragePooling2D': 'AvgPool',
+    'MaxPooling1D': 'MaxPool',
+    'AveragePooling1D': 'AvgPool',
+    'GlobalAveragePooling2D': 'Mean',
+    'GlobalMaxPooling2D': 'Max',
+    'GlobalAveragePooling1D': 'Mean',
+    'GlobalMaxPooling1D': 'Max',
+    'ZeroPadding2D': 'Pad',
+    'Add': 'AddV2',
+    'Subtract': 'Sub',
+    'Multiply': 'Mul',
+    'Average': 'AddN',
+    'Maximum': 'Maximum',
+    'Minimum': 'Minimum',
+    'Concatenate': 'ConcatV2',
+    'Flatten': 'Reshape',
+    'Reshape': 'Reshape',
 }
-# Activations that mix the channels of a tensor.
-MIXING_ACTIVATIONS = ('softmax', 'log_softmax')
+# A Keras activation -> its op type. hard_sigmoid, hard_swish, gelu and mish
+# are element-wise compositions of rows of the table (Relu6, Mul, Add, Erf,
+# Softplus, Tanh): 'Identity' stands for "element-wise".
+ACTIVATION_OPS = {
+    'linear': 'Identity', 'relu': 'Relu', 'relu6': 'Relu6', 'elu': 'Elu',
+    'selu': 'Selu', 'sigmoid': 'Sigmoid', 'tanh': 'Tanh',
+    'softplus': 'Softplus', 'softsign': 'Softsign', 'swish': 'Swish',
+    'silu': 'Swish', 'exponential': 'Exp', 'leaky_relu': 'LeakyRelu',
+    'hard_sigmoid': 'Identity', 'hard_swish': 'Identity',
+    'hard_silu': 'Identity', 'gelu': 'Identity', 'mish': 'Identity',
+    'softmax': 'Softmax', 'log_softmax': 'LogSoftmax'}
+_LAYERS = {'Dense': 'dense', 'Conv2D': 'conv', 'SeparableConv2D': 'separable'}
+_MERGES = ('Add', 'Subtract', 'Multiply', 'Average', 'Maximum', 'Minimum')
+
+
+def op_type(layer):
+  """The channel table's op type for a Keras layer (None: not in it)."""
+  name = type(layer).__name__
+  if name == 'Activation':
+    return ACTIVATION_OPS.get(activation_name(layer))
+  return OP_TYPES.get(name)
+
+
+def activation_stops(layer):
+  """Why a layer's own activation mixes its channels (None if it does not)."""
+  op = ACTIVATION_OPS.get(activation_name(layer))
+  if op is None:
+    return 'its activation %s is not one the shrink knows' % (
+        activation_name(layer))
+  rule = rule_of(op)
+  return rule.why if rule.kind == 'stop' else None
 
 
 class Call(collections.namedtuple('Call', ['layer', 'kind', 'inputs',
@@ -108,6 +145,11 @@ def _shape(tensor):
 def classify(layer, in_shapes, out_shape):
   """(kind, reason): the channel behaviour of one layer call.
 
+  The kind comes from the channel table's row of the layer's op type
+  (`op_type`): `layer` rows are Dense / conv layers, `elementwise` rows
+  element-wise layers (merges when they take several inputs), `reduce` and
+  `pool` rows pools, `reshape` rows flattens or channel-keeping reshapes.
+
   Args:
     layer: the Keras layer.
     in_shapes: the static shapes of its inputs (tuples, None unknown).
@@ -117,39 +159,43 @@ def classify(layer, in_shapes, out_shape):
     (kind, None), or ('stop', why) for a layer the shrink cannot go through.
   """
   name = type(layer).__name__
-  kind = _BY_CLASS.get(name)
-  if kind is None:
+  if name == 'InputLayer':
+    return 'input', None
+  op = op_type(layer)
+  if op is None:
     return 'stop', ('%s is not a layer the shrink knows (it keeps the '
-                    'channels of its inputs)' % name)
+                    'channels of its inputs)' % (
+                        name if name != 'Activation' else
+                        'the activation ' + activation_name(layer)))
+  rule = rule_of(op)
+  if rule.kind == 'stop':
+    return 'stop', rule.why
   config = layer.get_config()
   if config.get('data_format', 'channels_last') != 'channels_last':
     return 'stop', 'only channels_last layers are shrunk'
-  if kind == 'input':
-    return kind, None
   last = [s[-1] if s else None for s in in_shapes]
   if None in last or not out_shape or out_shape[-1] is None:
     return 'stop', 'its channel count is not known statically'
-  if kind == 'conv' and config.get('groups', 1) != 1:
-    return 'stop', 'grouped convolutions are not shrunk'
-  if name == 'Activation' and activation_name(layer) in MIXING_ACTIVATIONS:
-    return 'stop', 'its activation %s mixes the channels' % activation_name(
-        layer)
+  if rule.kind == 'layer':
+    if name == 'Conv2D' and config.get('groups', 1) != 1:
+      return 'stop', 'grouped convolutions are not shrunk'
+    return _LAYERS[name], None
   if name == 'BatchNormalization':
     axis = config.get('axis', -1)
     axis = axis if isinstance(axis, int) else (
         axis[0] if len(axis) == 1 else None)
     if axis is None or axis % len(in_shapes[0]) != len(in_shapes[0]) - 1:
       return 'stop', 'batch norm over an axis other than the last'
-  if kind == 'merge' and len(set(last)) != 1:
-    return 'stop', 'its inputs do not line up channel by channel'
-  if kind == 'concat' and config.get('axis', -1) % len(out_shape) != (
+  if rule.kind == 'elementwise' and name in _MERGES:
+    if len(set(last)) != 1:
+      return 'stop', 'its inputs do not line up channel by channel'
+    return 'merge', None
+  if rule.kind == 'concat' and config.get('axis', -1) % len(out_shape) != (
       len(out_shape) - 1):
     return 'stop', 'a concat on an axis other than the channels'
-  if kind in ('flatten', 'reshape'):
+  if rule.kind == 'reshape':
     return _reshape_kind(in_shapes[0], out_shape)
-  if kind == 'pool' and len(out_shape) == 2 and len(in_shapes[0]) > 2:
-    return kind, None     # a global pool: [N, .., C] -> [N, C]
-  return kind, None
+  return {'reduce': 'pool'}.get(rule.kind, rule.kind), None
 
 
 def _reshape_kind(in_shape, out_shape):
