@@ -406,7 +406,7 @@ def test_model_output_channels_stay_and_report_prints():
   assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
       ('b', 1, 'it is a model output')]
   assert str(report).splitlines() == [
-      'layer  class  inputs  outputs    params     FLOPs',
+      'layer  op     inputs  outputs    params     FLOPs',
       '-------------------------------------------------',
       'a      Dense  4 -> 4   6 -> 4  30 -> 20  48 -> 32',
       'b      Dense  6 -> 4   3 -> 3  21 -> 15  36 -> 24',

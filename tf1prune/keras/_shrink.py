@@ -45,7 +45,8 @@ def shrink_plain(model, fold_borders=True):
                     int(p.keep[first].sum()), new_out, helpers)
     if row is not None:
       rows.append(row)
-  return small, KerasShrinkReport(rows, p.stops)
+  outputs = [t._keras_history[0].name for t in model.outputs]  # pylint: disable=protected-access
+  return small, KerasShrinkReport(rows, p.stops, outputs)
 
 
 def shrink_model(model, fold_borders=True):
