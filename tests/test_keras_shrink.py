@@ -285,12 +285,23 @@ def test_mobilenet_v2_shrinks_through_depthwise_and_residuals():
   assert small.get_layer('b2_dw').get_config()['depth_multiplier'] == 1
 
 
-def test_mobilenet_v2_padded_depthwise_keeps_nonzero_constants():
+def _trained_mobilenet_v2():
   model = _mobilenet_v2()
   for name, channels in _MOBILENET_ZEROED.items():
     _zero_filters(model.get_layer(name), channels)
   _random_batch_norms(model, 5)
-  small, report = tk.shrink_model(model)
+  consts = {}
+  for name in ('b1_expand', 'b2_expand', 'b3_expand'):
+    gamma, shift, mean, var = model.get_layer(name + '_bn').get_weights()
+    eps = model.get_layer(name + '_bn').epsilon
+    const = np.clip(shift - gamma * mean / np.sqrt(var + eps), 0, 6)
+    consts[name] = const[_MOBILENET_ZEROED[name]]
+  return model, consts
+
+
+def test_mobilenet_v2_padded_depthwise_keeps_nonzero_constants_if_asked():
+  model, _ = _trained_mobilenet_v2()
+  small, report = tk.shrink_model(model, fold_borders=False)
   _same_outputs(model, small, (8, 8, 3))
   by_layer = {s.layer: s for s in report.stops}
   # relu6 of the expand layers' batch norm shift is a nonzero constant where
@@ -308,6 +319,41 @@ def test_mobilenet_v2_padded_depthwise_keeps_nonzero_constants():
     assert small.get_layer(name).filters == 24 + 12 * (name == 'b3_expand') \
         - len(zeroed) + nonzero
   assert small.get_layer('head').filters == 16       # folded into the logits
+
+
+def test_mobilenet_v2_border_patterns_of_padded_depthwise_are_rebuilt():
+  """relu6(shift) of a removed expand channel, through the padded 3x3
+  depthwise conv, its batch norm and ReLU6, reaches the 1x1 project conv as
+  a border pattern: a 3x3 conv on a channel of ones adds it exactly."""
+  model, consts = _trained_mobilenet_v2()
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  names = [l.name for l in small.layers]
+  for block in ('b1', 'b3'):
+    assert consts[block + '_expand'].any()
+    assert small.get_layer(block + '_expand').filters == (
+        24 if block == 'b1' else 36) // 2
+    assert block + '_project_shrink_border' in names
+  # b2 pads with a ZeroPadding2D layer before a valid depthwise conv: its
+  # nonzero constants stay.
+  nonzero = int((consts['b2_expand'] > 0).sum())
+  assert [(s.layer, s.channels) for s in report.stops] == [
+      ('b2_expand', nonzero)]
+  assert report.stops[0].reason.startswith('b2_pad pads with zeros')
+  e2 = 24 - 8 + nonzero
+  params, flops = _mobilenet_cost(6, 12, e2, 9, 18, 16)
+  # A border map: a 1x1 conv of ones on the depthwise input (cin + 1) and a
+  # 3x3 conv of it (9 x cout), at the depthwise input / output sizes.
+  for cin, cout, hw in ((12, 6, 64), (18, 9, 16)):
+    params += cin + 1 + 9 * cout
+    flops += 2 * cin * hw + 2 * 9 * cout * hw
+  added_biases = sum(
+      small.get_layer(l.name).filters for l in model.layers
+      if type(l).__name__ == 'Conv2D' and not l.use_bias and
+      small.get_layer(l.name).use_bias)
+  assert (report.params_after, report.flops_after) == (
+      params + added_biases, flops)
+  assert report.params_after == small.count_params()
 
 
 # ----------------------------------------------------------------- SE block ---

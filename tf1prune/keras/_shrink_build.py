@@ -34,7 +34,7 @@ gives every output position exactly what the removed channels gave it.
 
 import numpy as np
 
-from tf1prune.keras._shrink_plan import layer_weights
+from tf1prune.keras._shrink_values import layer_weights
 
 __all__ = ['rebuild']
 
@@ -44,11 +44,8 @@ def _short(variable):
 
 
 def _removed_consts(p, tensor, keep):
-  values = p.consts[tensor][~keep]
-  if np.isnan(values).any():
-    raise ValueError('internal error: a removed channel of %r is not a '
-                     'constant' % tensor)
-  return values
+  del keep  # p.keep[tensor]
+  return p.removed_values(tensor)
 
 
 def _dense_like(call, p, config, w):
@@ -88,7 +85,26 @@ def _ones_channel(keras, name, x):
                              bias_initializer='ones',
                              name=name + '_shrink_ones')
   concat = keras.layers.Concatenate(name=name + '_shrink_concat')
-  return concat([x, ones(x)]), [ones]
+  made = ones(x)
+  return concat([x, made]), [(ones, tuple(made.shape))]
+
+
+def _border_map(keras, name, x, y, origin, kernel):
+  """`y` plus the border map a conv of `origin`'s geometry makes of a
+  channel of ones at `x` (the input of the depthwise conv `origin`)."""
+  config = origin.layer.get_config()
+  ones = keras.layers.Conv2D(1, 1, kernel_initializer='zeros',
+                             bias_initializer='ones',
+                             name=name + '_shrink_ones')
+  border = keras.layers.Conv2D(
+      kernel.shape[-1], config['kernel_size'], strides=config['strides'],
+      dilation_rate=config['dilation_rate'], padding='same', use_bias=False,
+      name=name + '_shrink_border')
+  made = ones(x)
+  pattern = border(made)
+  border.kernel.assign(kernel.astype(np.float32))
+  out = keras.layers.Add(name=name + '_shrink_add')([y, pattern])
+  return out, [(ones, tuple(made.shape)), (border, tuple(pattern.shape))]
 
 
 def _separable(call, p, config, w):
@@ -200,6 +216,12 @@ def rebuild(model, p):
         new.set_weights(layer.get_weights())
       else:
         _assign(new, w, call.kind)
+    if call.output in p.border:
+      origin, kernel = p.border[call.output]
+      tensors[call.output], more = _border_map(
+          keras, layer.name, tensors[origin.inputs[0]], tensors[call.output],
+          origin, kernel[..., p.keep[call.output]])
+      helpers.extend(more)
     pairs.append((layer, new, call, tuple(tensors[call.output].shape),
                   helpers))
   inputs = [tensors[id(t)] for t in model.inputs]

@@ -24,71 +24,34 @@ filter that reads only constants (or nothing: all-zero weights) outputs
 `activation(bias + sum of constant * weights)`; activations, batch norm,
 pools and merges map constants to constants; zero padding (a `ZeroPadding2D`,
 or a padded depthwise conv) makes a nonzero constant vary with the position.
-A class goes when every element is a constant and nothing pins it (a model
-input or output, a layer the shrink does not know) and every layer reading
-it can fold the constant into its bias exactly (a conv that pads with zeros
-cannot, unless the constant is 0). Otherwise its channel stays, and when it
-had empty filters, `Plan.stops` says why.
+With `fold_borders`, what a padded depthwise conv makes of a constant is a
+border pattern (`Plan.maps`, `_shrink_borders`) that element-wise layers
+keep and a linear 1x1 Conv2D takes as an added map (`Plan.border`); a
+padded Conv2D reads constants through a channel of ones (`Plan.ones`).
+A class goes when every element is a constant (or such a pattern) and
+nothing pins it (a model input or output, a layer the shrink does not know)
+and every layer reading it can take it exactly. Otherwise its channel stays,
+and when it had empty filters, `Plan.stops` says why.
 """
 
 import collections
 
 import numpy as np
-import tensorflow as tf
 
 from tf1prune.channels import ChannelOp, UnionFind, tie
-from tf1prune.keras._shrink_view import activation_stops, trace
+from tf1prune.keras import _shrink_borders as borders
+from tf1prune.keras._shrink_values import (activate, elementwise,
+                                           layer_weights, pads_matter, spread)
+from tf1prune.keras._shrink_view import (activation_name, activation_stops,
+                                         trace)
 
-__all__ = ['Plan', 'Stop', 'layer_weights', 'pads_matter', 'plan']
+__all__ = ['Plan', 'Stop', 'plan']
 
 _SOURCES = ('dense', 'conv', 'separable')
 
 
 class Stop(collections.namedtuple('Stop', ['layer', 'channels', 'reason'])):
   """`channels` empty filters of `layer` that stay, and why."""
-
-
-def layer_weights(layer):
-  """{short weight name: float64 ndarray}; `kernel` also for a depthwise."""
-  out = {}
-  for variable in layer.weights:
-    name = variable.name.split('/')[-1].split(':')[0]
-    out[name] = np.asarray(variable.numpy(), np.float64)
-  if type(layer).__name__ == 'DepthwiseConv2D' and 'depthwise_kernel' in out:
-    out['kernel'] = out.pop('depthwise_kernel')   # Keras 2 names it so
-  return out
-
-
-def pads_matter(layer, in_shape):
-  """True if a conv-like layer reads zero padding somewhere."""
-  config = layer.get_config()
-  if config.get('padding', 'valid') == 'valid':
-    return False
-  sizes = in_shape[1:-1]
-  kernel = config['kernel_size']
-  strides = config.get('strides', (1,) * len(kernel))
-  dilations = config.get('dilation_rate', (1,) * len(kernel))
-  for n, k, s, d in zip(sizes, kernel, strides, dilations):
-    if n is None:
-      return True
-    span = (k - 1) * d + 1
-    if max((-(-n // s) - 1) * s + span - n, 0) > 0:
-      return True
-  return False
-
-
-def _activate(layer, pre):
-  out = layer.activation(tf.constant(pre[None].astype(np.float32)))
-  return np.asarray(out, np.float64)[0]
-
-
-def _elementwise(layer, values, rank):
-  """The layer applied to channel constants (NaN stays NaN)."""
-  known = ~np.isnan(values)
-  x = np.where(known, values, 0.0).astype(np.float32)
-  x = x.reshape([1] * (rank - 1) + [-1])
-  y = np.asarray(layer(tf.constant(x), training=False), np.float64)
-  return np.where(known, y.reshape(-1), np.nan)
 
 
 class Plan(object):
@@ -108,6 +71,9 @@ class Plan(object):
     self.calls = calls
     self.fold_borders = fold_borders
     self.ones = set()  # outputs of padded convs that get a channel of ones
+    self.maps = {}     # tensor -> {channel: [H, W] border pattern}
+    self.map_origin = {}  # tensor -> the depthwise call that made them
+    self.border = {}   # 1x1 conv output -> (depthwise call, [kh, kw, 1, out])
     self.shapes = {c.output: c.shape for c in calls}
     self.consts = {}
     self.keep = {}
@@ -153,6 +119,7 @@ class Plan(object):
     for call in self.calls:
       if call.kind in _SOURCES:
         self._check_fold(call, reasons)
+        self._map_reader(call, reasons)
     self._keep_one(reasons)
     for tensor, base in self._base.items():
       roots = [self._uf.find(base + c) for c in range(self.shapes[tensor][-1])]
@@ -161,6 +128,7 @@ class Plan(object):
       if (call.kind == 'conv' and self.fold_borders and
           np.any(self._padded_constants(call) & ~self.keep[call.inputs[0]])):
         self.ones.add(call.output)
+    self._border_maps()
     self._collect_stops(classes, reasons)
     return self
 
@@ -190,7 +158,8 @@ class Plan(object):
       self._tie(call, 'depthwise', channels // len(ins[0]))
     elif kind in ('elementwise', 'pool', 'pad', 'reshape'):
       if kind == 'elementwise':
-        values = _elementwise(layer, ins[0], len(shape))
+        values = elementwise(layer, ins[0], len(shape))
+        self._elementwise_maps(call)
       elif kind == 'pad':
         values = np.where(ins[0] == 0, 0.0, np.nan)
         self._mark_why(out, ins[0], values, '%s pads with zeros: a removed '
@@ -221,6 +190,72 @@ class Plan(object):
     else:
       raise ValueError('unknown kind %r of layer %r' % (kind, layer.name))
 
+  def _elementwise_maps(self, call):
+    maps = self.maps.get(call.inputs[0])
+    if not maps:
+      return
+    shape = self.shapes[call.inputs[0]]
+    x = np.zeros(tuple(shape[1:]))
+    for c, pattern in maps.items():
+      x[..., c] = pattern
+    y = borders.pattern_of(call.layer, x, shape)
+    self.maps[call.output] = {c: y[..., c] for c in maps}
+    self.map_origin[call.output] = self.map_origin[call.inputs[0]]
+
+  def _map_reader(self, call, reasons):
+    """Keeps the border patterns a layer cannot take; records the maps
+    a linear 1x1 Conv2D adds instead."""
+    maps = self.maps.get(call.inputs[0], {})
+    if not maps:
+      return
+    origin = self.map_origin[call.inputs[0]]
+    config = call.layer.get_config()
+    dw = origin.layer.get_config()
+    size = self.shapes[origin.inputs[0]][1:3]
+    why = None
+    if call.kind != 'conv' or tuple(config['kernel_size']) != (1, 1) or tuple(
+        config['strides']) != (1, 1) or activation_name(call.layer) != 'linear':
+      why = ('%s reads the border pattern that %s (depthwise, padded) makes '
+             'of a removed constant; only a linear 1x1 Conv2D takes it' % (
+                 call.layer.name, origin.layer.name))
+    elif not borders.rebuildable(borders.tap_matrix(
+        size, dw['kernel_size'], dw['strides'], dw['dilation_rate'])):
+      why = ('the border pattern of %s cannot be rebuilt by a conv on ones'
+             % origin.layer.name)
+    for c in maps:
+      root = self._uf.find(self.element(call.inputs[0], c))
+      if why and reasons[root] is None:
+        reasons[root] = why
+
+  def _border_maps(self):
+    for call in self.calls:
+      maps = self.maps.get(call.inputs[0] if call.inputs else None, {})
+      removed = [c for c in maps if not self.keep[call.inputs[0]][c]]
+      if call.kind not in _SOURCES or not removed:
+        continue
+      kernel = layer_weights(call.layer)['kernel'][0, 0]     # [in, out]
+      m = sum(maps[c][..., None] * kernel[c] for c in removed)
+      origin = self.map_origin[call.inputs[0]]
+      dw = origin.layer.get_config()
+      a = borders.tap_matrix(self.shapes[origin.inputs[0]][1:3],
+                             dw['kernel_size'], dw['strides'],
+                             dw['dilation_rate'])
+      self.border[call.output] = (origin, borders.solve(
+          a, m, dw['kernel_size']))
+
+  def removed_values(self, tensor):
+    """The constants of `tensor`'s removed channels (0 for a border
+    pattern: `border` carries it)."""
+    keep = self.keep[tensor]
+    values = self.consts[tensor].copy()
+    for c in self.maps.get(tensor, {}):
+      values[c] = 0.0
+    values = values[~keep]
+    if np.isnan(values).any():
+      raise ValueError('internal error: a removed channel of %r is not a '
+                       'constant' % tensor)
+    return values
+
   def _mark_why(self, out, before, after, why):
     for c in np.flatnonzero(~np.isnan(before) & np.isnan(after)):
       self._why[self.element(out, c)] = why
@@ -235,7 +270,7 @@ class Plan(object):
     all_known = not np.isnan(values).any()
     padded = False
     if call.kind == 'separable':
-      values = _spread(w['depthwise_kernel'], values,
+      values = spread(w['depthwise_kernel'], values,
                        pads_matter(layer, in_shape))
       kernel = w['pointwise_kernel'].reshape(len(values), channels)
       used = kernel != 0
@@ -250,7 +285,7 @@ class Plan(object):
       blocked |= (used & (values != 0)[:, None] & ~unknown[:, None]).any(
           axis=0)
     pre = bias + np.where(unknown, 0.0, values) @ kernel
-    out = np.where(blocked, np.nan, _activate(layer, pre))
+    out = np.where(blocked, np.nan, activate(layer, pre))
     if all_known or padded:
       reads_known = ~(used & unknown[:, None]).any(axis=0) | (
           call.kind == 'separable' and all_known)
@@ -264,15 +299,20 @@ class Plan(object):
     layer = call.layer
     w = layer_weights(layer)
     padded = pads_matter(layer, self.shapes[call.inputs[0]])
-    mid = _spread(w['kernel'], values, padded)
+    mid = spread(w['kernel'], values, padded)
     zero = ~(w['kernel'] != 0).reshape(-1, len(mid)).any(axis=0)
     pre = np.where(zero, 0.0, mid) + w.get('bias', np.zeros(len(mid)))
     known = zero | ~np.isnan(mid)
-    out = np.where(known, _activate(layer, np.where(known, pre, 0.0)), np.nan)
-    self._mark_why(call.output, np.repeat(values, len(mid) // len(values)),
-                   out, '%s (depthwise) pads with zeros: a removed channel '
-                   'that is a nonzero constant varies near the borders after '
-                   'it' % layer.name)
+    out = np.where(known, activate(layer, np.where(known, pre, 0.0)), np.nan)
+    before = np.repeat(values, len(mid) // len(values))
+    self._mark_why(call.output, before, out, '%s (depthwise) pads with zeros: '
+                   'a removed channel that is a nonzero constant varies near '
+                   'the borders after it' % layer.name)
+    varying = np.flatnonzero(~np.isnan(before) & np.isnan(out))
+    if self.fold_borders and len(varying):
+      pattern = borders.pattern_of(layer, values, self.shapes[call.inputs[0]])
+      self.maps[call.output] = {int(c): pattern[..., c] for c in varying}
+      self.map_origin[call.output] = call
     return out
 
   def _padded_constants(self, call):
@@ -310,8 +350,8 @@ class Plan(object):
     for e in elements:
       if e in self._pins:
         return self._pins[e]
-    unknown = [(e, t) for e, (t, _) in zip(elements, members)
-               if np.isnan(self.consts[t][e - self._base[t]])]
+    unknown = [(e, t) for e, (t, c) in zip(elements, members)
+               if np.isnan(self.consts[t][c]) and c not in self.maps.get(t, {})]
     if not unknown:
       return None
     for e, _ in unknown:
@@ -345,17 +385,6 @@ class Plan(object):
           counts[key] = counts.get(key, 0) + 1
     self.stops = [Stop(layer, n, reason)
                   for (layer, reason), n in counts.items()]
-
-
-def _spread(kernel, values, padded):
-  """Per depthwise output `c * m + k`: the constant `values[c]` times the
-  tap sum (0 where the taps are all zero), NaN where unknown or padded."""
-  kh_kw = kernel.reshape(-1, kernel.shape[2], kernel.shape[3])
-  sums = kh_kw.sum(axis=0)                      # [C, m]
-  zero = ~(kh_kw != 0).any(axis=0)
-  mid = values[:, None] * sums
-  bad = np.isnan(values)[:, None] | (padded & (values != 0)[:, None])
-  return np.where(zero, 0.0, np.where(bad & ~zero, np.nan, mid)).reshape(-1)
 
 
 def plan(model, fold_borders=True):

@@ -54,13 +54,15 @@ def layer_row(old, new, call, in_shape, in_after, out_after, helpers=()):
     in_shape: the static shape of its (first) input before the shrink.
     in_after: the input channels after it.
     out_after: the new output's static shape.
-    helpers: layers the shrink added for this one (a ones channel's 1x1
-      conv); their parameters and FLOPs count as this layer's.
+    helpers: (layer, output shape) of the layers the shrink added for this
+      one (a ones channel's 1x1 conv, a border map's conv); their parameters
+      and FLOPs count as this layer's.
   """
-  params_before, params_after = _params([old]), _params([new] + list(helpers))
+  params_before = _params([old])
+  params_after = _params([new] + [h for h, _ in helpers])
   flops_before = _flops(old, call.kind, call.shape)
   flops_after = _flops(new, call.kind, out_after) + sum(
-      _flops(h, 'conv', tuple(in_shape[:-1]) + (1,)) for h in helpers)
+      _flops(h, 'conv', shape) for h, shape in helpers)
   if not (params_before or flops_before):
     return None
   return LayerShrink(old.name, type(old).__name__, in_shape[-1], in_after,
