@@ -31,6 +31,13 @@ def _zero_filters(layer, channels, weight='kernel'):
       variable.assign(value)
 
 
+def _zeroed(model, zeroed):
+  """`model` with the filters {layer name: [channels]} zeroed."""
+  for name, channels in zeroed.items():
+    _zero_filters(model.get_layer(name), channels)
+  return model
+
+
 def _random_batch_norms(model, seed):
   """Batch norm statistics and shifts away from their initial values."""
   rng = np.random.RandomState(seed)
@@ -102,9 +109,7 @@ def _resnet_cost(stream1, inner1, inner2, stream2):
 
 
 def test_resnet_loses_coupled_filters_and_keeps_its_outputs():
-  model = _resnet()
-  for name, channels in _RESNET_ZEROED.items():
-    _zero_filters(model.get_layer(name), channels)
+  model = _zeroed(_resnet(), _RESNET_ZEROED)
   small, report = tk.shrink_model(model)
   _same_outputs(model, small, (8, 8, 3))
   assert report.stops == []
@@ -131,9 +136,7 @@ def test_resnet_with_half_a_residual_group_zeroed_keeps_that_group():
 
 
 def _trained_resnet():
-  model = _resnet()
-  for name, channels in _RESNET_ZEROED.items():
-    _zero_filters(model.get_layer(name), channels)
+  model = _zeroed(_resnet(), _RESNET_ZEROED)
   _random_batch_norms(model, 3)
 
   def shift(name):          # a batch norm's output for a zero input
@@ -271,9 +274,7 @@ def _mobilenet_cost(s1, e1, e2, s2, e3, head):
 
 
 def test_mobilenet_v2_shrinks_through_depthwise_and_residuals():
-  model = _mobilenet_v2()
-  for name, channels in _MOBILENET_ZEROED.items():
-    _zero_filters(model.get_layer(name), channels)
+  model = _zeroed(_mobilenet_v2(), _MOBILENET_ZEROED)
   small, report = tk.shrink_model(model)
   _same_outputs(model, small, (8, 8, 3))
   assert report.stops == []
@@ -286,9 +287,7 @@ def test_mobilenet_v2_shrinks_through_depthwise_and_residuals():
 
 
 def _trained_mobilenet_v2():
-  model = _mobilenet_v2()
-  for name, channels in _MOBILENET_ZEROED.items():
-    _zero_filters(model.get_layer(name), channels)
+  model = _zeroed(_mobilenet_v2(), _MOBILENET_ZEROED)
   _random_batch_norms(model, 5)
   consts = {}
   for name in ('b1_expand', 'b2_expand', 'b3_expand'):
