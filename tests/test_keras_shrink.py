@@ -322,30 +322,29 @@ def test_mobilenet_v2_padded_depthwise_keeps_nonzero_constants_if_asked():
 
 def test_mobilenet_v2_border_patterns_of_padded_depthwise_are_rebuilt():
   """relu6(shift) of a removed expand channel, through the padded 3x3
-  depthwise conv, its batch norm and ReLU6, reaches the 1x1 project conv as
-  a border pattern: a 3x3 conv on a channel of ones adds it exactly."""
+  depthwise conv (SAME, or a ZeroPadding2D and VALID), its batch norm and
+  ReLU6, reaches the 1x1 project conv as a border pattern: a 3x3 conv on a
+  channel of ones adds it exactly."""
   model, consts = _trained_mobilenet_v2()
   small, report = tk.shrink_model(model)
   _same_outputs(model, small, (8, 8, 3))
   names = [l.name for l in small.layers]
-  for block in ('b1', 'b3'):
+  for block, expand in (('b1', 24), ('b2', 24), ('b3', 36)):
     assert consts[block + '_expand'].any()
-    assert small.get_layer(block + '_expand').filters == (
-        24 if block == 'b1' else 36) // 2
+    assert small.get_layer(block + '_expand').filters == expand - len(
+        _MOBILENET_ZEROED[block + '_expand'])
     assert block + '_project_shrink_border' in names
-  # b2 pads with a ZeroPadding2D layer before a valid depthwise conv: its
-  # nonzero constants stay.
-  nonzero = int((consts['b2_expand'] > 0).sum())
-  assert [(s.layer, s.channels) for s in report.stops] == [
-      ('b2_expand', nonzero)]
-  assert report.stops[0].reason.startswith('b2_pad pads with zeros')
-  e2 = 24 - 8 + nonzero
-  params, flops = _mobilenet_cost(6, 12, e2, 9, 18, 16)
-  # A border map: a 1x1 conv of ones on the depthwise input (cin + 1) and a
-  # 3x3 conv of it (9 x cout), at the depthwise input / output sizes.
-  for cin, cout, hw in ((12, 6, 64), (18, 9, 16)):
+  # b2 pads with a ZeroPadding2D before a valid stride-2 depthwise conv: its
+  # generator pads the ones the same way.
+  assert 'b2_project_shrink_pad0' in names
+  assert report.stops == []
+  params, flops = _mobilenet_cost(6, 12, 16, 9, 18, 16)
+  # A border map: a 1x1 conv of ones on the pattern's input (cin + 1) and a
+  # 3x3 conv of it (9 x cout), at the input / output sizes.
+  for cin, cout, hw_in, hw_out in ((12, 6, 64, 64), (16, 9, 64, 16),
+                                   (18, 9, 16, 16)):
     params += cin + 1 + 9 * cout
-    flops += 2 * cin * hw + 2 * 9 * cout * hw
+    flops += 2 * cin * hw_in + 2 * 9 * cout * hw_out
   added_biases = sum(
       small.get_layer(l.name).filters for l in model.layers
       if type(l).__name__ == 'Conv2D' and not l.use_bias and

@@ -34,6 +34,7 @@ gives every output position exactly what the removed channels gave it.
 
 import numpy as np
 
+from tf1prune.keras import _shrink_borders as borders
 from tf1prune.keras._shrink_values import layer_weights
 
 __all__ = ['rebuild']
@@ -44,8 +45,16 @@ def _short(variable):
 
 
 def _removed_consts(p, tensor, keep):
-  del keep  # p.keep[tensor]
-  return p.removed_values(tensor)
+  """The constants of `tensor`'s removed channels (0 for a border pattern:
+  `p.border` carries it)."""
+  values = p.consts[tensor].copy()
+  for c in p.maps.get(tensor, {}):
+    values[c] = 0.0
+  values = values[~keep]
+  if np.isnan(values).any():
+    raise ValueError('internal error: a removed channel of %r is not a '
+                     'constant' % tensor)
+  return values
 
 
 def _dense_like(call, p, config, w):
@@ -89,22 +98,20 @@ def _ones_channel(keras, name, x):
   return concat([x, made]), [(ones, tuple(made.shape))]
 
 
-def _border_map(keras, name, x, y, origin, kernel):
-  """`y` plus the border map a conv of `origin`'s geometry makes of a
-  channel of ones at `x` (the input of the depthwise conv `origin`)."""
-  config = origin.layer.get_config()
-  ones = keras.layers.Conv2D(1, 1, kernel_initializer='zeros',
-                             bias_initializer='ones',
-                             name=name + '_shrink_ones')
-  border = keras.layers.Conv2D(
-      kernel.shape[-1], config['kernel_size'], strides=config['strides'],
-      dilation_rate=config['dilation_rate'], padding='same', use_bias=False,
-      name=name + '_shrink_border')
-  made = ones(x)
-  pattern = border(made)
-  border.kernel.assign(kernel.astype(np.float32))
-  out = keras.layers.Add(name=name + '_shrink_add')([y, pattern])
-  return out, [(ones, tuple(made.shape)), (border, tuple(pattern.shape))]
+def _border_map(keras, name, x, y, chain, kernel):
+  """`y` plus the border map that the generator of `_shrink_borders` makes
+  of a channel of ones at `x` (the input of the pattern chain)."""
+  layers = borders.generator_layers(keras, [c.layer for c in chain], name,
+                                    kernel.shape[-1])
+  made, helpers = x, []
+  for layer in layers:
+    made = layer(made)
+    if layer is not layers[0] and layer is not layers[-1]:
+      continue                        # a ZeroPadding2D: nothing to count
+    helpers.append((layer, tuple(made.shape)))
+  layers[-1].kernel.assign(kernel.astype(np.float32))
+  out = keras.layers.Add(name=name + '_shrink_add')([y, made])
+  return out, helpers
 
 
 def _separable(call, p, config, w):
@@ -217,10 +224,10 @@ def rebuild(model, p):
       else:
         _assign(new, w, call.kind)
     if call.output in p.border:
-      origin, kernel = p.border[call.output]
+      chain, kernel = p.border[call.output]
       tensors[call.output], more = _border_map(
-          keras, layer.name, tensors[origin.inputs[0]], tensors[call.output],
-          origin, kernel[..., p.keep[call.output]])
+          keras, layer.name, tensors[chain[0].inputs[0]], tensors[call.output],
+          chain, kernel[..., p.keep[call.output]])
       helpers.extend(more)
     pairs.append((layer, new, call, tuple(tensors[call.output].shape),
                   helpers))

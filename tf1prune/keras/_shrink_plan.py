@@ -72,7 +72,7 @@ class Plan(object):
     self.fold_borders = fold_borders
     self.ones = set()  # outputs of padded convs that get a channel of ones
     self.maps = {}     # tensor -> {channel: [H, W] border pattern}
-    self.map_origin = {}  # tensor -> the depthwise call that made them
+    self.map_origin = {}  # tensor -> [ZeroPadding2D call, depthwise call]
     self.border = {}   # 1x1 conv output -> (depthwise call, [kh, kw, 1, out])
     self.shapes = {c.output: c.shape for c in calls}
     self.consts = {}
@@ -165,6 +165,7 @@ class Plan(object):
         self._mark_why(out, ins[0], values, '%s pads with zeros: a removed '
                        'channel that is a nonzero constant varies near the '
                        'borders after it' % layer.name)
+        self._patterns(call, ins[0], values, [])
       else:
         values = ins[0]
       self.consts[out] = values
@@ -208,20 +209,18 @@ class Plan(object):
     maps = self.maps.get(call.inputs[0], {})
     if not maps:
       return
-    origin = self.map_origin[call.inputs[0]]
+    chain = self.map_origin[call.inputs[0]]
     config = call.layer.get_config()
-    dw = origin.layer.get_config()
-    size = self.shapes[origin.inputs[0]][1:3]
     why = None
     if call.kind != 'conv' or tuple(config['kernel_size']) != (1, 1) or tuple(
         config['strides']) != (1, 1) or activation_name(call.layer) != 'linear':
-      why = ('%s reads the border pattern that %s (depthwise, padded) makes '
-             'of a removed constant; only a linear 1x1 Conv2D takes it' % (
-                 call.layer.name, origin.layer.name))
-    elif not borders.rebuildable(borders.tap_matrix(
-        size, dw['kernel_size'], dw['strides'], dw['dilation_rate'])):
+      why = ('%s reads the border pattern that %s makes of a removed '
+             'constant; only a linear 1x1 Conv2D takes it' % (
+                 call.layer.name, chain[-1].layer.name))
+    elif chain[-1].kind != 'depthwise' or not borders.rebuildable(
+        self._taps(chain)):
       why = ('the border pattern of %s cannot be rebuilt by a conv on ones'
-             % origin.layer.name)
+             % chain[-1].layer.name)
     for c in maps:
       root = self._uf.find(self.element(call.inputs[0], c))
       if why and reasons[root] is None:
@@ -235,26 +234,13 @@ class Plan(object):
         continue
       kernel = layer_weights(call.layer)['kernel'][0, 0]     # [in, out]
       m = sum(maps[c][..., None] * kernel[c] for c in removed)
-      origin = self.map_origin[call.inputs[0]]
-      dw = origin.layer.get_config()
-      a = borders.tap_matrix(self.shapes[origin.inputs[0]][1:3],
-                             dw['kernel_size'], dw['strides'],
-                             dw['dilation_rate'])
-      self.border[call.output] = (origin, borders.solve(
-          a, m, dw['kernel_size']))
+      chain = self.map_origin[call.inputs[0]]
+      self.border[call.output] = (chain, borders.solve(
+          self._taps(chain), m, chain[-1].layer.get_config()['kernel_size']))
 
-  def removed_values(self, tensor):
-    """The constants of `tensor`'s removed channels (0 for a border
-    pattern: `border` carries it)."""
-    keep = self.keep[tensor]
-    values = self.consts[tensor].copy()
-    for c in self.maps.get(tensor, {}):
-      values[c] = 0.0
-    values = values[~keep]
-    if np.isnan(values).any():
-      raise ValueError('internal error: a removed channel of %r is not a '
-                       'constant' % tensor)
-    return values
+  def _taps(self, chain):
+    return borders.chain_taps([c.layer for c in chain],
+                              self.shapes[chain[0].inputs[0]])
 
   def _mark_why(self, out, before, after, why):
     for c in np.flatnonzero(~np.isnan(before) & np.isnan(after)):
@@ -304,16 +290,35 @@ class Plan(object):
     pre = np.where(zero, 0.0, mid) + w.get('bias', np.zeros(len(mid)))
     known = zero | ~np.isnan(mid)
     out = np.where(known, activate(layer, np.where(known, pre, 0.0)), np.nan)
-    before = np.repeat(values, len(mid) // len(values))
+    multiplier = len(mid) // len(values)
+    before = np.repeat(values, multiplier)
     self._mark_why(call.output, before, out, '%s (depthwise) pads with zeros: '
                    'a removed channel that is a nonzero constant varies near '
                    'the borders after it' % layer.name)
-    varying = np.flatnonzero(~np.isnan(before) & np.isnan(out))
-    if self.fold_borders and len(varying):
-      pattern = borders.pattern_of(layer, values, self.shapes[call.inputs[0]])
-      self.maps[call.output] = {int(c): pattern[..., c] for c in varying}
-      self.map_origin[call.output] = call
+    chain = self.map_origin.get(call.inputs[0], [])
+    if [c for c in chain if c.kind == 'depthwise']:
+      return out                       # one conv per pattern chain
+    extra = [c * multiplier + k for c in self.maps.get(call.inputs[0], {})
+             for k in range(multiplier)]
+    self._patterns(call, before, out, chain, extra)
     return out
+
+  def _patterns(self, call, before, after, chain, extra=()):
+    """Border patterns of the output channels that a ZeroPadding2D or a
+    padded depthwise conv makes vary (with `fold_borders`)."""
+    varying = set(np.flatnonzero(~np.isnan(before) & np.isnan(after)))
+    varying.update(extra)
+    if not self.fold_borders or not varying:
+      return
+    shape = self.shapes[call.inputs[0]]
+    x = np.broadcast_to(np.where(np.isnan(self.consts[call.inputs[0]]), 0.0,
+                                 self.consts[call.inputs[0]]),
+                        tuple(shape[1:])).copy()
+    for c, pattern in self.maps.get(call.inputs[0], {}).items():
+      x[..., c] = pattern
+    pattern = borders.pattern_of(call.layer, x, shape)
+    self.maps[call.output] = {int(c): pattern[..., c] for c in varying}
+    self.map_origin[call.output] = list(chain) + [call]
 
   def _padded_constants(self, call):
     """Input channels that a padded layer reads and that are nonzero
