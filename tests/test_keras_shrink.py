@@ -546,3 +546,25 @@ def test_keras_layer_view_reads_the_one_channel_table():
   _, report = tk.shrink_model(model)
   assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
       ('h', 1, 'read by sm: softmax mixes all channels')]
+
+
+def test_keras_applications_mobilenet_v2_with_half_its_expand_filters():
+  """Keras's own MobileNetV2 (ZeroPadding2D + VALID depthwise convs for the
+  stride-2 blocks, SAME ones elsewhere, ReLU(6.), softmax output), batch
+  norms away from their initial values, half of every expand conv's filters
+  zeroed: every one goes, nothing stops, outputs equal."""
+  K.utils.set_random_seed(0)
+  model = K.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35,
+                                     weights=None, classes=4)
+  _random_batch_norms(model, 9)
+  expands = [l for l in model.layers
+             if l.name.endswith('_expand') and type(l).__name__ == 'Conv2D']
+  for layer in expands:
+    _zero_filters(layer, range(0, layer.filters, 2))
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (32, 32, 3))
+  assert report.stops == []
+  for layer in expands:
+    assert small.get_layer(layer.name).filters == layer.filters // 2
+  assert report.params_after == small.count_params()
+  assert report.flops_after < 0.75 * report.flops_before
