@@ -225,6 +225,28 @@ class Pruner(object):
     self.update(step=step)
     return True
 
+  def resume(self, step):
+    """Catches up after a restore to `step` (BackupAndRestore, checkpoint).
+
+    Sets `last_update_step` to the last step <= `step` at which `step()`
+    would have updated the masks had it run on every step, and, if that is a
+    step, masks each weight where its restored value is +-0.0 (pruned
+    entries were exactly zero; locked entries keep their mask). A pruner
+    already at `step` or later is left alone. `PruningCallback` calls it
+    when `fit` begins, with `optimizer.iterations`.
+    """
+    before = self.last_update_step
+    for candidate in range(before + 1, int(step) + 1):
+      if self.is_pruning_step(candidate):
+        self.last_update_step = candidate
+    if self.last_update_step == before:
+      return
+    for record in self._records:
+      kept = np.asarray(record.variable) != 0
+      pin = record.pin
+      pin.set_mask(np.where(pin.locked, pin.mask, pin.mask & kept))
+      pin.apply()
+
   def write_summaries(self, step):
     """Writes the pruning scalars into the default `tf.summary` writer.
 
@@ -297,6 +319,7 @@ def PruningCallback(pruner, log_dir=None, update_freq='epoch'):  # noqa: N802
 
     def on_train_begin(self, logs=None):
       _pin.hook_optimizer(self.pruner.model.optimizer, self.pruner.model)
+      self.pruner.resume(self._step())   # after BackupAndRestore's restore
 
     def on_train_batch_end(self, batch, logs=None):
       if self.pruner.step(self._step()) and update_freq == 'batch':
