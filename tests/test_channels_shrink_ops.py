@@ -95,6 +95,8 @@ BLOCKS = {
     'hard_swish': lambda h: h * _hard_sigmoid(h),
     'mish': lambda h: h * tf.tanh(tf.nn.softplus(h)),
     'swish_manual': lambda h: h * tf.sigmoid(h),
+    'reshape_to_rows_and_back': lambda h: h * tf.reshape(tf.reshape(
+        tf.reduce_mean(h, [1, 2], keepdims=True), [-1, _C]), [-1, 1, 1, _C]),
 }
 # Table rows that pass a constant channel and that this file cannot build as
 # a single op: why.
@@ -194,3 +196,20 @@ def test_squeeze_and_excitation_gate_of_removed_units_goes():
       (_C, _C - 2), (4, 4), (_C, _C - 2), (2, 2)]
   assert [l.inputs_after for l in report.layers] == [3, _C - 2, 4, _C - 2]
   assert report.stops == []
+
+
+def test_a_stop_names_the_op_where_the_constant_is_lost():
+  """Log of a removed channel whose constant is negative: NaN from the Log,
+  and the stop names the Log, not the conv after it."""
+  with tf.Graph().as_default() as graph:
+    x = tf.placeholder(tf.float32, [None, _SIZE, _SIZE, 3], name='x')
+    w = np.ones([1, 1, 3, 2], np.float32)
+    w[..., 1] = 0.0
+    h = tf.nn.bias_add(tf.nn.conv2d(x, const(w), [1] * 4, 'SAME', name='a'),
+                       const([1.0, -1.0]))
+    h = tf.math.log(h, name='log')
+    tf.nn.conv2d(h, const(np.ones([1, 1, 2, 1])), [1] * 4, 'VALID', name='y')
+  _, report = shrink_graph_def(graph.as_graph_def(), ['y'])
+  (stop,) = report.stops
+  assert (stop.node, stop.op, stop.channels) == ('log', 'Log', 1)
+  assert 'not finite after this Log' in stop.reason

@@ -1,8 +1,9 @@
 """The training view and the frozen view find the same channel groups.
 
 `find_channel_groups` walks the training `tf.Graph`; the shrink explores the
-frozen, stripped GraphDef of the same net. Both read `tf1prune.channels`;
-here they must tie the same (layer, channel) pairs together, on a
+frozen, stripped GraphDef of the same net; `Forward` runs over the frozen
+view as it does over the training one. All read `tf1prune.channels`; here
+they must tie the same (layer, channel) pairs together, on a
 MobileNet-v2-style net with SE and swish and on a tf_slim ResNet v1.
 """
 
@@ -13,6 +14,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
+from tf1prune.channels import Forward
 from tf1prune.export.shrink.frozen_graph import FrozenGraph
 from tf1prune.export.shrink.prepare import prepare_graph_def
 from tf1prune.export.shrink.regions import explore, find_layers
@@ -107,13 +109,37 @@ def _training_partition(graph):
   return set(frozenset(p) for p in parts.values())
 
 
-def _frozen_partition(graph, output):
+def _frozen_view(graph, output):
   with tf.Session(graph=graph) as sess:
     sess.run(tf.global_variables_initializer())
     frozen = tf.graph_util.convert_variables_to_constants(
         sess, graph.as_graph_def(), [output])
   stripped = tf1prune.strip_pruning_vars_fn(frozen, [output])
-  view = FrozenGraph(prepare_graph_def(stripped, [output]), [output])
+  return FrozenGraph(prepare_graph_def(stripped, [output]), [output])
+
+
+def _forward_partition(view):
+  """`Forward` over the frozen view, seeded at every layer's output."""
+  spread = {}
+
+  def keep(node, ids):
+    spread[node.name] = ids
+    return ids
+
+  walk = Forward(view, keep)
+  seeds = {}
+  for name, layer in find_layers(view)[0].items():
+    if layer.kind != 'depthwise':
+      seeds[name] = walk.seed(name, view.shapes[name][-1])
+  walk.run()
+  parts = {}
+  for op, ids in list(seeds.items()) + list(spread.items()):
+    for channel, i in enumerate(ids):
+      parts.setdefault(walk.sets.find(i), set()).add((op, channel))
+  return set(frozenset(p) for p in parts.values())
+
+
+def _frozen_partition(view):
   layers, _ = find_layers(view)
   parts, done = {}, set()
   for name, layer in layers.items():
@@ -135,9 +161,10 @@ def test_training_and_frozen_views_tie_the_same_channels(net):
   with tf.Graph().as_default() as graph:
     output = (_mobile_net() if net == 'mobile_se_swish' else _slim_resnet())
     training = _training_partition(graph)
-    frozen = _frozen_partition(graph, output.op.name)
+    view = _frozen_view(graph, output.op.name)
   assert len(training) > 20
-  assert training == frozen
+  assert _frozen_partition(view) == training
+  assert _forward_partition(view) == training
 
 
 def test_the_logits_of_a_softmax_are_the_model_outputs():

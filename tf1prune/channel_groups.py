@@ -51,8 +51,7 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.channels import (OUTPUT_OPS, GraphView, UnionFind, classify,
-                               combine)
+from tf1prune.channels import Forward, GraphView, UnionFind
 from tf1prune.masking import masked_weight_records
 
 __all__ = ['ChannelGroup', 'GroupMember', 'find_channel_groups',
@@ -121,15 +120,12 @@ def _weight_uses(tensor):
 
 
 class _Walk(object):
-  """Follows channels forward through a graph; see the module docstring."""
+  """The members of the channel groups; `Forward` follows their channels."""
 
   def __init__(self, view, records):
-    self.view = view
-    self.sets = UnionFind()
-    self.origins = {}      # tensor name -> list of set ids, None per channel
+    self.forward = Forward(view, self._depthwise)
+    self.sets = self.forward.sets
     self.members = []      # (record, axis, set ids)
-    self.blocked = {}      # set id -> reason
-    self.outputs = {}      # set id -> why they are the model's outputs
     self.depthwise = {}    # depthwise op name -> record
     self.order = {r.name: i for i, r in enumerate(records)}
     for record in records:
@@ -148,54 +144,12 @@ class _Walk(object):
         self._produce(op, record, -1)
 
   def _produce(self, op, record, axis):
-    ids = list(self.sets.add(_static_dims(record.weight)[axis]))
+    ids = self.forward.seed(op.outputs[0],
+                            _static_dims(record.weight)[axis])
     self.members.append((record, axis, ids))
-    self.origins[op.outputs[0].name] = ids
 
   def run(self):
-    for op in self.view.nodes():
-      if op.outputs and op.outputs[0].name not in self.origins:
-        self._visit(op)
-
-  def _carries(self, tensor):
-    return tensor.name in self.origins
-
-  def _mark_outputs(self, tensor, why):
-    for i in self.origins[tensor.name]:
-      if i is not None:
-        self.outputs.setdefault(self.sets.find(i), why)
-
-  def _visit(self, op):
-    inputs = self.view.inputs(op)
-    carried = [i for i, t in enumerate(inputs) if self._carries(t)]
-    if not carried:
-      return
-    found, _ = classify(self.view, op, self._carries)
-    if found is None:
-      if op.type in OUTPUT_OPS:
-        for i in carried:
-          self._mark_outputs(inputs[i], 'they reach %s (%s)' % (op.type,
-                                                                op.name))
-      return
-    if found.kind == 'identity_n':
-      for tensor, out in zip(inputs, op.outputs):
-        if self._carries(tensor):
-          self.origins[out.name] = self.origins[tensor.name]
-      return
-    ids = {i: self.origins[inputs[i].name] for i in found.inputs}
-    if found.kind == 'depthwise':
-      ids[0] = self._depthwise(op, ids[0])
-    out = combine(self.sets, found, ids)
-    if out is None:
-      return
-    if found.rule.additive:
-      for index in found.loose:
-        for i in out:
-          if i is not None:
-            self.blocked.setdefault(self.sets.find(i), (
-                'added to %s, which no masked weight produces (in %s)' % (
-                    inputs[index].name, op.name)))
-    self.origins[op.outputs[0].name] = out
+    self.forward.run()
 
   def _depthwise(self, op, first):
     record = self.depthwise.get(op.name)
@@ -204,8 +158,9 @@ class _Walk(object):
       for c, i in enumerate(ids):
         if i is None:
           ids[c] = int(self.sets.add()[0])
-          self.blocked[ids[c]] = ('depthwise %s reads input channel %d, which '
-                                  'no masked weight produces' % (op.name, c))
+          self.forward.blocked[ids[c]] = (
+              'depthwise %s reads input channel %d, which no masked weight '
+              'produces' % (op.name, c))
       self.members.append((record, 2, ids))
     return ids
 
@@ -226,9 +181,9 @@ class _Walk(object):
     for index in by_record:
       clusters.setdefault(layers.find(index), []).append(index)
     blocked, outputs = {}, {}
-    for i, reason in self.blocked.items():
+    for i, reason in self.forward.blocked.items():
       blocked.setdefault(self.sets.find(i), reason)
-    for i, reason in self.outputs.items():
+    for i, reason in self.forward.outputs.items():
       outputs.setdefault(self.sets.find(i), reason)
     result = []
     for indices in clusters.values():

@@ -211,15 +211,18 @@ class Pruning(object):
     # Mask entries under a lock keep their value (tf1prune.locks).
     frozen = locks.frozen_mask_regions(records)
     names = [r.name for r in records]
+    graph = records[0].mask.graph if records else None
     for hparam, unmatched in self._spec.unmatched(
         names, [r.mask.op.name for r in records]):
-      tf.logging.warning('%s entries %s match no masked weight (%s)', hparam,
-                         unmatched, ', '.join(names))
+      _coupled_pruning.warn_once(
+          graph, '%s entries %s match no masked weight (%s)%s', hparam,
+          unmatched, ', '.join(names), _coupled_pruning.case_hint(
+              unmatched, names))
     targets = [_Target(r, self._spec.weight(r.name, r.mask), frozen.get(r.name))
                for r in records]
     targets = [t for t in targets if t.spec.pruned]
-    graph = records[0].mask.graph if records else None
-    return _coupled_pruning.plan_coupled(targets, records, graph)
+    return _coupled_pruning.plan_coupled(targets, records, graph,
+                                         self._spec.granularity_map)
 
   def coupled_groups(self):
     """Returns the channel groups pruned as units (`coupled_filter`).

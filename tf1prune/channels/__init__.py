@@ -18,16 +18,21 @@ answered here, once:
   why its channels end there;
 - `propagate`: the `UnionFind` of channel elements and `combine` / `tie`,
   which union the elements an op ties;
+- `forward`: `Forward`, the propagation from seed tensors through a view
+  (the training walk; it marks blocked channels and the model's outputs);
 - `graph_view`: `GraphView`, the training `tf.Graph`; the frozen GraphDef's
   view is the shrink's `FrozenGraph` (`tf1prune.export.shrink.frozen_graph`).
 
-The view protocol (what `classify` and the walks call; a Keras-layer view
-implements the same seven methods):
+The view protocol (what `classify` and `Forward` call; a Keras-layer view
+implements the same methods):
 
-- `op_type(node) -> str`: the TF op type (a table row);
+- `walk_order() -> [node]`: every node, in a topological order;
+- `name(node) -> str`, `op_type(node) -> str` (the TF op type: a table
+  row);
 - `inputs(node) -> [tensor]`: the data inputs, in order;
 - `output(node) -> tensor`: output 0 (the one that carries channels);
-- `consumers(tensor) -> [(node, input index)]`: who reads it;
+  `all_outputs(node) -> [tensor]`: every output (for `IdentityN`);
+- `key(tensor) -> hashable`: a tensor's name;
 - `shape(tensor) -> [int or None] or None`: the static shape;
 - `constant(tensor) -> ndarray or None`: its value, if a constant;
 - `attr(node, name, default)`: an attribute as a Python value (str, not
@@ -38,11 +43,12 @@ Nodes and tensors are whatever the view likes (`tf.Operation` / `tf.Tensor`,
 """
 
 from tf1prune.channels.classify import ChannelOp, classify, per_channel
+from tf1prune.channels.forward import Forward
 from tf1prune.channels.graph_view import GraphView
 from tf1prune.channels.propagate import UnionFind, combine, tie
 from tf1prune.channels.table import (OUTPUT_OPS, POSITIONAL, RULES, Rule,
                                      passes_value, rule_of)
 
-__all__ = ['ChannelOp', 'GraphView', 'OUTPUT_OPS', 'POSITIONAL', 'RULES',
+__all__ = ['ChannelOp', 'Forward', 'GraphView', 'OUTPUT_OPS', 'POSITIONAL', 'RULES',
            'Rule', 'UnionFind', 'classify', 'combine', 'passes_value',
            'per_channel', 'rule_of', 'tie']

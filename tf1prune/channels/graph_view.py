@@ -36,7 +36,7 @@ class GraphView(object):
   def __init__(self, graph):
     self.graph = graph
 
-  def nodes(self):
+  def walk_order(self):
     """The model's ops in graph (creation, hence topological) order."""
     return [op for op in self.graph.get_operations()
             if not _GRADIENTS.match(op.name)]
@@ -53,8 +53,11 @@ class GraphView(object):
   def output(self, node):
     return node.outputs[0] if node.outputs else None
 
-  def outputs(self, node):
+  def all_outputs(self, node):
     return list(node.outputs)
+
+  def key(self, tensor):
+    return tensor.name
 
   def consumers(self, tensor):
     uses, seen = [], set()

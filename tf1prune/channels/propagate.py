@@ -20,6 +20,12 @@ ids of its own and union them with these (`tie`).
 import numpy as np
 
 
+def _flat(ids):
+  if isinstance(ids, np.ndarray):
+    return ids.ravel().tolist()
+  return list(ids)
+
+
 class UnionFind(object):
   """Channel elements as ints; `union` joins, `find` names a set."""
 
@@ -43,8 +49,7 @@ class UnionFind(object):
 
   def union(self, a, b):
     """Joins `a[k]` with `b[k]` for every k (ids, or None to skip)."""
-    for i, j in zip(list(np.ravel(np.asarray(a, object))),
-                    list(np.ravel(np.asarray(b, object)))):
+    for i, j in zip(_flat(a), _flat(b)):
       if i is None or j is None:
         continue
       i, j = self.find(i), self.find(j)

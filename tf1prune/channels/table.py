@@ -190,6 +190,13 @@ OUTPUT_OPS = frozenset([
     'InTopK', 'InTopKV2'])
 
 
+# Rows whose channels training follows but whose constant the shrink cannot
+# pass, with why: the one list where the two sides differ.
+TRAINING_ONLY = dict((op, rule.why) for op, rule in RULES.items()
+                     if rule.kind not in ('stop', 'layer', 'identity_n') and
+                     rule.value is None)
+
+
 def rule_of(op_type):
   """The `Rule` of `op_type`; an op the table does not know stops."""
   rule = RULES.get(op_type)

@@ -93,6 +93,20 @@ class FrozenGraph(GraphIndex):
   def output(self, node):
     return node.name
 
+  def all_outputs(self, node):
+    count = len(self.inputs(node)) if node.op == 'IdentityN' else 1
+    return [node.name] + ['%s:%d' % (node.name, k) for k in range(1, count)]
+
+  def key(self, tensor):
+    name, port = split_input(tensor)
+    return name if port == 0 else '%s:%d' % (name, port)
+
+  def name(self, node):
+    return node.name
+
+  def walk_order(self):
+    return [self.nodes[name] for name in self.order()]
+
   def shape(self, tensor):
     name, port = split_input(tensor)
     if port != 0:

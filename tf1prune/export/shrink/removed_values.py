@@ -200,7 +200,7 @@ def propagate(g, region, position=None):
 
   Returns:
     ({tensor: float64 [1, 1, C] or [H, W, C]}, [(node, op, reason)] where
-    values could not be known).
+    values could not be known: the node is the op whose output they are).
   """
   if position is None:
     position = {name: i for i, name in enumerate(g.order())}
@@ -214,8 +214,14 @@ def propagate(g, region, position=None):
         name = split_input(op.node.input[index])[0]
         inputs.append(values.get(name, np.full(
             (1, 1, region.ids[name].size), np.nan)))
+      count = len(reasons)
       values[op.output] = np.asarray(_apply(g, op, inputs, reasons),
                                      np.float64)
+      if len(reasons) == count and all(np.isfinite(v).all() for v in inputs) \
+          and not np.isfinite(values[op.output]).all():
+        reasons.append((op.node.name, op.node.op, 'the constant a removed '
+                        'channel has is not finite after this %s' %
+                        op.node.op))
   for name, ids in region.ids.items():
     if name not in values:
       values[name] = np.full((1, 1, ids.size), np.nan)

@@ -202,10 +202,11 @@ def _decide(g, region, fold_borders, position, classes, values, reasons):
                                  'channel: another layer keeps it',))
   why = reasons[0] if reasons else ('', '', 'the channel is not a known '
                                     'constant')
+  caused = dict((r[0], r) for r in reasons)   # the op whose output it is
   for tensor, value in values.items():
     bad = ~np.isfinite(value).all(axis=(0, 1))
     for c in classes[tensor][bad]:
-      block.setdefault(c, why)
+      block.setdefault(c, caused.get(tensor, why))
   for layer, tensor in region.sinks:
     if layer.kind != 'conv':
       continue
