@@ -45,8 +45,13 @@ def _unpinned_config(layer, keras):
   return config
 
 
-def strip_model(model):
+def strip_model(model, shrink=False):
   """Returns a plain copy of `model` with masks and locks folded in.
+
+  Args:
+    model: a Sequential or functional Keras model.
+    shrink: also remove the channels whose filters are all zero
+      (`shrink_model`; its report is dropped).
 
   Raises:
     ValueError: `model` is a subclassed model (`clone_model` needs a
@@ -71,6 +76,9 @@ def strip_model(model):
     pin = pinned.get(id(variable))
     values.append(pin.fold(value) if pin is not None else value)
   plain.set_weights(values)
+  if shrink:
+    from tf1prune.keras._shrink import shrink_plain
+    return shrink_plain(plain)[0]
   return plain
 
 
