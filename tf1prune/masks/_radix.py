@@ -16,16 +16,16 @@ at positions <= last.
 
 int32 keys (float32 scores), for a static size n:
 
-1. One `Bincount` of the high 15 bits of every key: the boundary bin, the
+1. One `Bincount` of the high 16 bits of every key: the boundary bin, the
    rank inside it, its size c.
-2. A small boundary bin (c * 32 <= max(n / 8, 2**16)): the rows of 32 flat
+2. A small boundary bin (c * 16 <= max(n / 10, 2**16)): the rows of 16 flat
    positions holding a member are found with one compare and a row
-   `reduce_any`; only they are gathered, and a 2**16-bin histogram of their
+   `reduce_any`; only they are gathered, and a 2**15-bin histogram of their
    members' low bits gives t; the ties are all among the gathered rows.
 3. A large bin: a strided sample (~4096 keys) proposes a member's value v,
    and one pass counts, per row of 128, the keys equal to v. If they are all
    c members, t = v and those counts place the ties. Otherwise (a large bin
-   of distinct keys) a full 2**16-bin histogram of `key XOR bin` (keys outside
+   of distinct keys) a full 2**15-bin histogram of `key XOR bin` (keys outside
    the bin fall outside the histogram) gives t, and a second counting pass
    places the ties.
 
@@ -39,9 +39,9 @@ import tensorflow.compat.v1 as tf
 
 __all__ = ['select_keys']
 
-_HIGH = 15            # bits of the first histogram (of 31 used)
-_LOW = 16             # bits of the second
-_FIND_ROW = 32        # flat positions per row when locating the boundary bin
+_HIGH = 16            # bits of the first histogram (of 31 used)
+_LOW = 15             # bits of the second
+_FIND_ROW = 16        # flat positions per row when locating the boundary bin
 _COUNT_ROW = 128      # ... when counting ties (uint8 sums: at most 255)
 _ALIGN = 16           # slices start at multiples of 16 keys (64 bytes)
 _SAMPLE = 4096
@@ -167,7 +167,9 @@ def _select_int32(key, k):
     return tf.cond(tf.equal(tf.reduce_sum(per_row), count), one_value,
                    distinct_values)
 
-  cap = max(n // 8, 1 << 16)
+  # The small-bin path works on count * _FIND_ROW gathered keys with about
+  # ten ops, the large-bin path costs about one pass: the cheaper one.
+  cap = max(n // 10, 1 << 16)
   if n * _FIND_ROW <= cap:
     return small_bin()
   return tf.cond(count * _FIND_ROW <= cap, small_bin, large_bin)

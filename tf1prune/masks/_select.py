@@ -15,10 +15,10 @@ radix select over those bits gives the exact threshold in a fixed number of
 O(n) passes. float16 and bfloat16 scores are widened to float32 first
 (exactly); float64 scores take four radix levels (`_radix.py`).
 
-float32, the common case (`_radix.py`): one 2**15-bin histogram of the high
-15 bits of every score (8 exponent bits, 7 mantissa bits) picks the boundary
-bin; its members are then located by rows of 32 flat positions and only those
-rows are gathered for the 2**16-bin histogram of the low bits. When the boundary bin is large (many tied or nearly tied
+float32, the common case (`_radix.py`): one 2**16-bin histogram of the high
+16 bits of every score (8 exponent bits, 8 mantissa bits) picks the boundary
+bin; its members are then located by rows of 16 flat positions and only those
+rows are gathered for the 2**15-bin histogram of the low bits. When the boundary bin is large (many tied or nearly tied
 scores), a strided sample proposes its value and one counting pass checks that
 every member equals it; only a large bin of distinct values takes a second
 full histogram. So the cost does not depend on how many scores tie.
