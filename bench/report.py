@@ -241,7 +241,11 @@ def mask_section(quick):
                      'idle PruningHook fetch / no_op', 'load average'], rows)
              + '\n')
   out.extend(v + '\n' for v in verdicts)
-  out.append(_distribution_tables([d for d in (data, legacy) if d is not None]))
+  runs = []
+  for main_run, name in ((data, 'mask_update_dist'),
+                         (legacy, 'mask_update_dist_tf1')):
+    runs += [d for d in (main_run, _load(name, quick)) if d is not None]
+  out.append(_distribution_tables(runs))
   out.append(_png('mask_update', quick))
   return '\n'.join(out)
 
@@ -260,10 +264,12 @@ def _distribution_tables(runs):
     out.append('Value distributions, TF %s (%s): the exact update on a '
                '[n / 1000, 1000] weight at sparsity %.0f%%, over one memory '
                'pass; in each cell now, then as before issue 23 (the same '
-               'process, alternating). `nan_inf` includes the update\'s '
+               'process, alternating; %d repeats, median of the per-repeat '
+               'ratios; "fastest": fastest repeat over fastest memory pass, '
+               'where recorded). `nan_inf` includes the update\'s '
                'non-finite warning (a count and a print on every update).\n' % (
                    data['info']['tensorflow'], _info(data),
-                   100 * data['sparsity']))
+                   100 * data['sparsity'], rows[0]['repeats']))
     table, verdict = [], None
     for size, threads in sorted({(r['size'], str(r['threads'])) for r in rows}):
       part = {r['distribution']: r for r in rows
@@ -277,6 +283,10 @@ def _distribution_tables(runs):
         exact.append(ratios['tf1prune_exact'])
         cells.append('**%.1fx** / %.1fx' % (
             ratios['tf1prune_exact'], ratios['tf1prune_exact_before_23']))
+        fastest = part[name].get('ratio_of_minimums')
+        if fastest:
+          cells[-1] += ' (fastest: **%.1fx** / %.1fx)' % (
+              fastest['tf1prune_exact'], fastest['tf1prune_exact_before_23'])
       load = [r['load_average_1min'] for r in part.values()
               if r.get('load_average_1min') is not None]
       cells += ['%.2f' % (max(exact) / min(exact)),
