@@ -95,6 +95,15 @@ def _before_23_mask(weight, mask):
   return tf.group(tf.assign(mask, new), tf.reduce_sum(weight))
 
 
+def _session(threads):
+  """A session with `threads` intra- and inter-op threads (None: TF's)."""
+  config = tf.ConfigProto()
+  if threads:
+    config.intra_op_parallelism_threads = threads
+    config.inter_op_parallelism_threads = threads
+  return tf.Session(config=config)
+
+
 def _ratios(samples, base):
   """name -> (median, min, max) of the per-repeat ratio to `base`."""
   out = {}
@@ -124,11 +133,7 @@ def _measure(size, repeats, alternatives, threads):
       ops['full_sort'] = _old_contrib_mask(weight, mask, sort=True)
     noop = tf.no_op()
     conditional = exact.conditional_mask_update_op()   # step 0: not due
-    config = tf.ConfigProto()
-    if threads:
-      config.intra_op_parallelism_threads = threads
-      config.inter_op_parallelism_threads = threads
-    with tf.Session(config=config) as sess:
+    with _session(threads) as sess:
       sess.run(tf.global_variables_initializer())
       samples = interleaved_samples(
           {name: (lambda op=op: sess.run(op)) for name, op in ops.items()},
@@ -201,11 +206,7 @@ def _measure_distribution(kind, size, repeats, threads):
     ops = {'memory_pass': tf.reduce_sum(tf.abs(weight)).op,
            'tf1prune_exact': exact.mask_update_op(),
            'tf1prune_exact_before_23': _before_23_mask(weight, mask)}
-    config = tf.ConfigProto()
-    if threads:
-      config.intra_op_parallelism_threads = threads
-      config.inter_op_parallelism_threads = threads
-    with tf.Session(config=config) as sess:
+    with _session(threads) as sess:
       sess.run(tf.global_variables_initializer())
       w = sess.run(weight)
       samples = interleaved_samples(
