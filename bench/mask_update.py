@@ -65,7 +65,7 @@ def _before_23_mask(weight, mask):
   """tf1prune's exact update before issue 23, kept to be timed side by side:
   radix select with a `boolean_mask` gather of the boundary bin, and ties
   placed by a cumulative sum over every entry when only some are kept; plus
-  the non-finite check the update runs."""
+  the non-finite check the update runs (without its print)."""
   bits = tf.bitcast(tf.reshape(tf.abs(weight), [-1]), tf.int32)
   n = bits.get_shape().num_elements()
   rank = tf.constant(n - int(round(n * SPARSITY)))
@@ -92,7 +92,16 @@ def _before_23_mask(weight, mask):
   flat = tf.cond(tf.equal(counts[chosen], rank), lambda: bits >= prefix,
                  in_order)
   new = tf.reshape(tf.cast(flat, tf.float32), tf.shape(weight))
-  return tf.group(tf.assign(mask, new), tf.reduce_sum(weight))
+  return tf.group(tf.assign(mask, new), _non_finite_check(weight))
+
+
+def _non_finite_check(weight):
+  """What `Pruning` runs beside every update: a sum, and when it is not
+  finite a count and a message (here to a string, not printed)."""
+  count = lambda: tf.strings.as_string(tf.reduce_sum(tf.cast(
+      tf.logical_not(tf.is_finite(weight)), tf.int32)))
+  return tf.cond(tf.is_finite(tf.reduce_sum(weight)), lambda: tf.constant('0'),
+                 count)
 
 
 def _session(threads):
