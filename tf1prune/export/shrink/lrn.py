@@ -13,11 +13,15 @@ indices change, and the LRN op sums over index windows. Over the kept
 channels K (their indices in the original input) the sums are a 1x1 conv of
 `x**2` with `band(K)`, so `rewrite(g, node, kept)` turns the LRN node into
 
-    Mul(x, Pow(AddV2(Conv2D(Square(x), band(K)), bias), -beta))
+    Mul(x, scale(AddV2(Conv2D(Square(x), band(K)), bias)))
 
 named `<lrn>/square`, `<lrn>/band` (with its weight `<lrn>/band/weight`),
 `<lrn>/sum`, `<lrn>/scale` and the LRN's own name for the `Mul`, so its
-consumers read it as before. All are stock ops of every deployment stack.
+consumers read it as before. `scale(s)` is `s ** -beta` in vectorized ops
+(TF's CPU `Pow` of floats is a scalar loop, slower than the LRN itself):
+`Rsqrt` for beta 0.5, `Reciprocal` for 1, `Rsqrt(s) * Sqrt(Rsqrt(s))` for
+0.75 (contrib's CIFAR-10 net), else `Exp(Log(s) * -beta)`. All are stock ops
+of every deployment stack.
 The band conv costs `2 * H * W * |K|**2` FLOPs per example: the shrink
 report lists it as a layer of its own, op `LRN`, with nothing before.
 """
@@ -28,7 +32,8 @@ import tensorflow.compat.v1 as tf
 from tf1prune.export.shrink.frozen_graph import split_input
 
 SUFFIXES = ('/square', '/band', '/band/weight', '/sum', '/sum/bias',
-            '/scale', '/scale/exponent')
+            '/scale', '/scale/rsqrt', '/scale/sqrt', '/scale/log',
+            '/scale/times', '/scale/exponent')
 
 
 def rewritten_lrn(g, name):
@@ -61,6 +66,23 @@ def _op(name, op, inputs, dtype):
   return node
 
 
+def _scale(base, beta, dtype):
+  """NodeDefs computing `<base>/scale = <base>/sum ** -beta`."""
+  s, out = base + '/sum', base + '/scale'
+  if beta == 0.5:
+    return [_op(out, 'Rsqrt', [s], dtype)]
+  if beta == 1.0:
+    return [_op(out, 'Reciprocal', [s], dtype)]
+  if beta == 0.75:
+    return [_op(out + '/rsqrt', 'Rsqrt', [s], dtype),
+            _op(out + '/sqrt', 'Sqrt', [out + '/rsqrt'], dtype),
+            _op(out, 'Mul', [out + '/rsqrt', out + '/sqrt'], dtype)]
+  return [_op(out + '/log', 'Log', [s], dtype),
+          _const(out + '/exponent', -beta, dtype),
+          _op(out + '/times', 'Mul', [out + '/log', out + '/exponent'], dtype),
+          _op(out, 'Exp', [out + '/times'], dtype)]
+
+
 def rewrite(g, node, kept):
   """Rewrites LRN `node` of `FrozenGraph` `g` over the channels `kept`.
 
@@ -83,10 +105,7 @@ def rewrite(g, node, kept):
           dtype),
       _const(base + '/sum/bias', attr('bias', 1.0), dtype),
       _op(base + '/sum', 'AddV2', [base + '/band', base + '/sum/bias'], dtype),
-      _const(base + '/scale/exponent', -attr('beta', 0.5), dtype),
-      _op(base + '/scale', 'Pow', [base + '/sum', base + '/scale/exponent'],
-          dtype),
-  ]
+  ] + _scale(base, attr('beta', 0.5), dtype)
   conv = new[2]
   conv.attr['strides'].list.i.extend([1, 1, 1, 1])
   conv.attr['padding'].s = b'VALID'
@@ -104,6 +123,8 @@ def rewrite(g, node, kept):
   shape = g.shapes.get(base)
   if shape:
     shape = shape[:-1] + [len(kept)]
-    for suffix in ('/square', '/band', '/sum', '/scale', ''):
-      g.shapes[base + suffix] = shape
+    for added in new:
+      if added.op != 'Const':
+        g.shapes[added.name] = shape
+    g.shapes[base] = shape
   return base + '/band/weight'
