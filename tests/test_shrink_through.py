@@ -6,7 +6,6 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from graph_support import const as _const, run as _run, run_in
-from tf1prune.export import _graph_io as graph_io
 from tf1prune.export._shrink import shrink_graph_def
 from tf1prune.export._shrink_prepare import fold_constants
 

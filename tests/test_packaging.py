@@ -1,0 +1,192 @@
+"""The package: no TensorFlow dependency, one version, what `import` says.
+
+`bin/run_tests` runs this file from the checkout; CI runs it once more against
+the installed wheel (TF1PRUNE_EXPECT_INSTALLED=1), where the checks of setup.py
+skip (the copy of the tests has no setup.py) and the installed metadata is
+checked instead.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import tf1prune
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(
+    tf1prune.__file__)))
+EXPECT_INSTALLED = os.environ.get('TF1PRUNE_EXPECT_INSTALLED') == '1'
+# Every name TensorFlow is distributed under, 1.15 and 2.x.
+TF_DISTRIBUTIONS = {'tensorflow', 'tensorflow-cpu', 'tensorflow-gpu',
+                    'tensorflow-macos', 'tensorflow-intel', 'tf-nightly',
+                    'tf-nightly-cpu', 'intel-tensorflow'}
+
+# Makes `import tensorflow` fail in a fresh process as it does where no
+# TensorFlow is installed, or (BROKEN) as a TensorFlow that is installed but
+# cannot load does.
+_BLOCKER = textwrap.dedent('''
+    import sys
+    BROKEN = %r
+
+    class NoTensorFlow(object):
+      def find_spec(self, name, path=None, target=None):
+        if name == 'tensorflow' or name.startswith('tensorflow.'):
+          if BROKEN:
+            raise ImportError('libtensorflow_framework.so.2: cannot open')
+          raise ModuleNotFoundError("No module named %%r" %% name, name=name)
+        return None
+
+    sys.meta_path.insert(0, NoTensorFlow())
+    sys.path.insert(0, %r)
+    try:
+      import tf1prune
+    except ImportError as e:
+      print(e)
+    else:
+      print('imported')
+''')
+
+
+def _import_without_tensorflow(broken=False):
+  result = subprocess.run(
+      [sys.executable, '-c', _BLOCKER % (broken, PACKAGE_PARENT)],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+  assert result.returncode == 0, result.stderr.decode()
+  return result.stdout.decode()
+
+
+def test_import_without_tensorflow_says_what_to_install_for_each_stack():
+  message = _import_without_tensorflow()
+  assert 'tf1prune needs TensorFlow 1.15 or 2.x' in message
+  assert 'pip install tensorflow-cpu' in message
+  assert '"tf1prune[tf]"' in message
+  assert ('TensorFlow 1.15, on Python 3.7:  pip install "tensorflow==1.15.5" '
+          '"numpy<1.19" "protobuf<3.21"') in message
+  assert sys.executable in message
+
+
+def test_import_with_a_broken_tensorflow_keeps_its_error():
+  message = _import_without_tensorflow(broken=True)
+  assert message.strip() == 'libtensorflow_framework.so.2: cannot open'
+
+
+def _metadata():
+  try:
+    import importlib.metadata as metadata  # pylint: disable=g-import-not-at-top
+  except ImportError:  # Python 3.7
+    try:
+      import importlib_metadata as metadata  # pylint: disable=g-import-not-at-top
+    except ImportError:
+      return None
+  return metadata
+
+
+def _installed_distribution():
+  """The distribution tf1prune was imported from, or None.
+
+  None also when the installed metadata belongs to another copy of the
+  source (an editable install of another checkout, as in the shared venvs).
+  """
+  metadata = _metadata()
+  if metadata is None:
+    return None
+  try:
+    dist = metadata.distribution('tf1prune')
+  except metadata.PackageNotFoundError:
+    return None
+  init = os.path.realpath(tf1prune.__file__)
+  for entry in dist.files or ():
+    if str(entry).replace('\\', '/') == 'tf1prune/__init__.py':
+      if os.path.realpath(str(dist.locate_file(entry))) == init:
+        return dist
+  direct_url = dist.read_text('direct_url.json') or ''
+  match = re.search(r'"url":\s*"file://([^"]+)"', direct_url)
+  if match and os.path.realpath(match.group(1)) == os.path.realpath(
+      PACKAGE_PARENT):
+    return dist
+  egg_info = getattr(dist, '_path', None)
+  if egg_info is not None and os.path.realpath(
+      os.path.dirname(str(egg_info))) == os.path.realpath(PACKAGE_PARENT):
+    return dist
+  return None
+
+
+def _distribution_or_skip():
+  dist = _installed_distribution()
+  if dist is None:
+    assert not EXPECT_INSTALLED, (
+        'tf1prune was imported from %s, not from an installed distribution'
+        % tf1prune.__file__)
+    pytest.skip('tf1prune is not installed from this source (%s)'
+                % PACKAGE_PARENT)
+  return dist
+
+
+def test_version_is_the_installed_distributions():
+  dist = _distribution_or_skip()
+  assert dist.version == tf1prune.__version__
+  assert dist.metadata['Name'] == 'tf1prune'
+
+
+def test_installed_package_is_not_the_checkout():
+  if not EXPECT_INSTALLED:
+    pytest.skip('checked in the run against the wheel '
+                '(TF1PRUNE_EXPECT_INSTALLED=1)')
+  dist = _distribution_or_skip()
+  assert 'site-packages' in tf1prune.__file__
+  assert not (dist.read_text('direct_url.json') or '').count('"editable"')
+
+
+def _requirements(requires):
+  """{name: [requirement lines]} of Requires-Dist lines without an extra."""
+  unconditional = {}
+  for line in requires:
+    if 'extra ==' in line.replace('extra==', 'extra =='):
+      continue
+    name = re.match(r'[A-Za-z0-9._-]+', line).group(0).lower()
+    unconditional.setdefault(name.replace('_', '-'), []).append(line)
+  return unconditional
+
+
+def test_installed_metadata_requires_no_tensorflow():
+  dist = _distribution_or_skip()
+  names = set(_requirements(dist.requires or ()))
+  assert not names & TF_DISTRIBUTIONS
+  assert {'numpy', 'tf-slim'} <= names
+
+
+def _setup_py(*args, cwd=ROOT):
+  if not os.path.exists(os.path.join(ROOT, 'setup.py')):
+    pytest.skip('no setup.py next to the tests (the run against the wheel)')
+  result = subprocess.run([sys.executable, 'setup.py'] + list(args), cwd=cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=300)
+  assert result.returncode == 0, result.stderr.decode()
+  return result.stdout.decode()
+
+
+def test_setup_py_reads_the_version_of_the_package():
+  version = _setup_py('--version').strip().split('\n')[-1]
+  with open(os.path.join(ROOT, 'tf1prune', '__init__.py')) as f:
+    assert "__version__ = '%s'" % version in f.read().split('\n')
+  if os.path.realpath(PACKAGE_PARENT) == os.path.realpath(ROOT):
+    assert version == tf1prune.__version__
+
+
+def test_setup_py_requires_no_tensorflow_and_offers_it_as_extras(tmp_path):
+  _setup_py('-q', 'egg_info', '--egg-base', str(tmp_path))
+  (info,) = [p for p in tmp_path.iterdir() if p.name.endswith('.egg-info')]
+  requires = (info / 'requires.txt').read_text()
+  # requires.txt: unconditional lines first, then one [extra] section each.
+  sections = re.split(r'^\[([^\]]+)\]$', requires, flags=re.M)
+  base = {re.match(r'[A-Za-z0-9._-]+', l).group(0).lower()
+          for l in sections[0].split('\n') if l.strip()}
+  extras = dict(zip(sections[1::2], [s.split() for s in sections[2::2]]))
+  assert base == {'numpy', 'tf-slim'}
+  assert extras['tf'] == ['tensorflow>=2']
+  assert extras['tf1'] == ['tensorflow==1.15.*', 'numpy<1.19', 'protobuf<3.21']
+  assert set(extras) >= {'tf', 'tf1', 'test', 'deploy'}
