@@ -42,8 +42,7 @@ _py37() {
 }
 
 # The older TensorFlow 2.x of `bin/run_tests --matrix`, as venv:Python:TF, each
-# TF on a Python it supports (the oldest TF 2.x pip installs here is 2.8, on
-# Python <= 3.10; docs/versions.md).
+# TF on a Python it supports, the Pythons spread over 3.8-3.13 (docs/versions.md).
 MATRIX="tf210:3.10:2.10 tf212:3.8:2.12 tf213:3.11:2.13 tf214:3.9:2.14
   tf216:3.12:2.16 tf217:3.11:2.17 tf218:3.12:2.18 tf219:3.10:2.19 tf220:3.13:2.20"
 TEST_DEPS="tf-slim pytest hypothesis scikit-learn"
@@ -113,9 +112,12 @@ _tf_dists() {
 # ensure_wheel_venv WHEEL: a new venv (always rebuilt) with the newest
 # tensorflow-cpu, then WHEEL and its `test` extra installed as a user would
 # (dependencies resolved, no editable install); fails if installing the wheel
-# added or changed a TensorFlow distribution. Prints its python.
-ensure_wheel_venv() {
+# added or changed a TensorFlow distribution. Prints its python. Without
+# PYTHONPATH: pip would take the checkout's tf1prune.egg-info (editable
+# installs write it) for an installed tf1prune and skip the wheel.
+ensure_wheel_venv() (
   local wheel=$1 dir="$VENVS/wheel" before after
+  unset PYTHONPATH
   [ -f "$wheel" ] || { _log "no wheel at '$wheel': build one (python -m build)"; return 1; }
   _new_venv "$dir" "$(command -v python3)" "tensorflow-cpu + $(basename "$wheel")" || return 1
   _pip "$dir" tensorflow-cpu || return 1
@@ -128,4 +130,4 @@ ensure_wheel_venv() {
   fi
   touch "$dir/.ready"
   echo "$dir/bin/python"
-}
+)
