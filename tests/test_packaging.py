@@ -75,11 +75,12 @@ def test_import_with_a_broken_tensorflow_keeps_its_error():
 
 
 def _metadata():
+  # pylint: disable=g-import-not-at-top
   try:
-    import importlib.metadata as metadata  # pylint: disable=g-import-not-at-top
+    import importlib.metadata as metadata
   except ImportError:  # Python 3.7
     try:
-      import importlib_metadata as metadata  # pylint: disable=g-import-not-at-top
+      import importlib_metadata as metadata
     except ImportError:
       return None
   return metadata
