@@ -10,6 +10,7 @@ imported on this stack (tf1prune.keras on TF 1.15) is checked against the
 
 import ast
 import importlib
+import importlib.util
 import os
 import re
 
