@@ -8,6 +8,7 @@ checked instead.
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -191,3 +192,65 @@ def test_setup_py_requires_no_tensorflow_and_offers_it_as_extras(tmp_path):
   assert extras['tf'] == ['tensorflow>=2']
   assert extras['tf1'] == ['tensorflow==1.15.*', 'numpy<1.19', 'protobuf<3.21']
   assert set(extras) >= {'tf', 'tf1', 'test', 'deploy'}
+
+
+def _python37():
+  path = os.environ.get('TF1PRUNE_PY37')
+  if not path and shutil.which('pyenv'):
+    root = subprocess.run(['pyenv', 'root'], stdout=subprocess.PIPE,
+                          timeout=60).stdout.decode().strip()
+    path = os.path.join(root, 'versions', '3.7.16', 'bin', 'python')
+  if not path or not os.path.exists(path):
+    pytest.skip('no Python 3.7 (set TF1PRUNE_PY37)')
+  return path
+
+
+def _run(args, cwd, env):
+  # cwd: pip finds a tf1prune.egg-info in its working directory (the
+  # checkout) and takes it for an installed tf1prune.
+  result = subprocess.run(args, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=900)
+  return result.returncode, result.stdout.decode()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('pip', ['19.3.1', '20.3.4', '21.2.4'])
+def test_old_pips_install_the_checkout_and_no_tensorflow(pip, tmp_path):
+  """The pips of TF 1.15 environments: `pip install .` and `pip install -e .`.
+
+  Python 3.7 with NumPy 1.18 and tf-slim and no TensorFlow: both installs
+  work, pip collects no TensorFlow, and the import says what to install.
+  """
+  if not os.path.exists(os.path.join(ROOT, 'setup.py')):
+    pytest.skip('no setup.py next to the tests (the run against the wheel)')
+  source = tmp_path / 'src'
+  source.mkdir()
+  for name in ('setup.py', 'pyproject.toml', 'README.md', 'LICENSE',
+               'MANIFEST.in'):
+    with open(os.path.join(ROOT, name), 'rb') as f:
+      (source / name).write_bytes(f.read())
+  shutil.copytree(os.path.join(ROOT, 'tf1prune'), str(source / 'tf1prune'),
+                  ignore=shutil.ignore_patterns('__pycache__'))
+  venv = str(tmp_path / 'venv')
+  python = os.path.join(venv, 'bin', 'python')
+  # pip 19.3 needs an index with Requires-Python (PyPI) to skip setuptools
+  # releases that dropped Python 3.7: the machine's own pip config is left out.
+  env = dict(os.environ, PIP_CONFIG_FILE=os.devnull, PIP_FIND_LINKS='',
+             PIP_DISABLE_PIP_VERSION_CHECK='1')
+  env.pop('PYTHONPATH', None)
+  work = str(tmp_path)
+  for args in ([_python37(), '-m', 'venv', venv],
+               [python, '-m', 'pip', 'install', '-q', 'pip==' + pip],
+               [python, '-m', 'pip', 'install', '-q', 'numpy<1.19', 'tf-slim']):
+    code, out = _run(args, work, env)
+    assert code == 0, out
+  for editable in ([], ['-e']):
+    code, out = _run([python, '-m', 'pip', 'install'] + editable + ['.'],
+                     str(source), env)
+    assert code == 0, out
+    assert not re.search(r'Collecting (tensorflow|tf-nightly)', out), out
+    code, out = _run([python, '-c', 'import tf1prune'], work, env)
+    assert code == 1 and 'tf1prune needs TensorFlow 1.15 or 2.x' in out, out
+    code, out = _run([python, '-m', 'pip', 'uninstall', '-y', 'tf1prune'],
+                     work, env)
+    assert code == 0, out
