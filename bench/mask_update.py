@@ -7,7 +7,8 @@ default), times inside one process, alternating within each repeat, one
 `Pruning.mask_update_op()` on a single weight of that size, and the
 alternatives that also write the mask: the old contrib method (`tf.nn.top_k`
 over all weights) and a full `tf.sort` (up to 1e6 elements: at 1e7 they take
-seconds), and tf1prune's own `threshold_method=histogram` estimate; each
+seconds), tf1prune's own `threshold_method=histogram` estimate and the exact
+update as it was before issue 23; each
 divided by `reduce_sum(abs(w))`, one memory-bound pass over the same weight.
 The ratio is the median of the per-repeat ratios (`bench/_paired.py`), with
 their minimum and maximum as the spread.
@@ -17,8 +18,16 @@ nothing is due, and of what `PruningHook` adds to an idle step (one fetch of
 the global step beside the step's own fetches), each next to a run of
 `tf.no_op()` alone.
 
-Targets (issue 17): <= 3x at 1e7 with one thread and with the default,
-<= 2x at 5e7.
+Value distributions (issue 23): at one size (1e7; `--quick`: 1e5), the exact
+update and the exact update as it was before issue 23 (`_before_23_mask`),
+over the memory pass, for weights of shape [size / 1000, 1000] drawn by NumPy
+(`randn`), by TF's `random_normal_initializer` and `glorot_uniform_initializer`,
+fp16-valued and bfloat16-valued float32, quantized to 1/16, all equal, and
+NumPy randn with 1% NaN and 1% +-Inf: `dist_rows` in the JSON.
+
+Targets: issue 17, <= 3x at 1e7 with one thread and with the default, <= 2x at
+5e7; issue 23, every distribution <= 4x at 1e7 on one thread and within 20% of
+each other.
 """
 
 import argparse
@@ -32,6 +41,11 @@ from bench._timing import write_results
 
 SPARSITY = 0.9
 TARGETS = {10**7: 3.0, 5 * 10**7: 2.0}
+DIST_TARGET = 4.0      # at 1e7, one thread, every distribution
+DIST_SPREAD = 1.2      # slowest / fastest distribution
+DISTRIBUTIONS = ('numpy_randn', 'tf_random_normal', 'tf_glorot_uniform',
+                 'fp16_valued', 'bf16_valued', 'quantized_1_16', 'all_equal',
+                 'nan_inf')
 
 
 def _old_contrib_mask(weight, mask, sort):
@@ -47,12 +61,12 @@ def _old_contrib_mask(weight, mask, sort):
   return tf.assign(mask, tf.cast(tf.abs(weight) >= threshold, tf.float32)).op
 
 
-def _previous_exact_mask(weight, mask):
-  """tf1prune's exact update before issue 17, kept to be timed side by side:
-  `tf.math.bincount` (with its extra max pass) and a `boolean_mask` gather of
-  the boundary bin, plus the non-finite check the update runs."""
-  scores = tf.abs(weight)
-  bits = tf.bitcast(tf.reshape(scores, [-1]), tf.int32)
+def _before_23_mask(weight, mask):
+  """tf1prune's exact update before issue 23, kept to be timed side by side:
+  radix select with a `boolean_mask` gather of the boundary bin, and ties
+  placed by a cumulative sum over every entry when only some are kept; plus
+  the non-finite check the update runs (without its print)."""
+  bits = tf.bitcast(tf.reshape(tf.abs(weight), [-1]), tf.int32)
   n = bits.get_shape().num_elements()
   rank = tf.constant(n - int(round(n * SPARSITY)))
   prefix, candidates, shift = tf.constant(0), bits, 31
@@ -61,15 +75,42 @@ def _previous_exact_mask(weight, mask):
     digit = tf.bitwise.right_shift(candidates, shift)
     if level:
       digit = tf.bitwise.bitwise_and(digit, (1 << width) - 1)
-    counts = tf.math.bincount(digit, minlength=1 << width, maxlength=1 << width)
+    counts = tf.raw_ops.Bincount(arr=digit, size=1 << width,
+                                 weights=tf.zeros([0], tf.int32))
     at_least = tf.cumsum(counts, reverse=True)
     chosen = tf.reduce_sum(tf.cast(at_least >= rank, tf.int32)) - 1
     rank -= at_least[chosen] - counts[chosen]
     prefix = tf.bitwise.bitwise_or(prefix, tf.bitwise.left_shift(chosen, shift))
     if level == 0:
       candidates = tf.boolean_mask(candidates, tf.equal(digit, chosen))
-  new = tf.reshape(tf.cast(bits >= prefix, tf.float32), tf.shape(weight))
-  return tf.group(tf.assign(mask, new), tf.reduce_sum(weight))
+
+  def in_order():
+    ties = tf.equal(bits, prefix)
+    first = tf.cumsum(tf.cast(ties, tf.int32)) <= rank
+    return tf.logical_or(bits > prefix, tf.logical_and(ties, first))
+
+  flat = tf.cond(tf.equal(counts[chosen], rank), lambda: bits >= prefix,
+                 in_order)
+  new = tf.reshape(tf.cast(flat, tf.float32), tf.shape(weight))
+  return tf.group(tf.assign(mask, new), _non_finite_check(weight))
+
+
+def _non_finite_check(weight):
+  """What `Pruning` runs beside every update: a sum, and when it is not
+  finite a count and a message (here to a string, not printed)."""
+  count = lambda: tf.strings.as_string(tf.reduce_sum(tf.cast(
+      tf.logical_not(tf.is_finite(weight)), tf.int32)))
+  return tf.cond(tf.is_finite(tf.reduce_sum(weight)), lambda: tf.constant('0'),
+                 count)
+
+
+def _session(threads):
+  """A session with `threads` intra- and inter-op threads (None: TF's)."""
+  config = tf.ConfigProto()
+  if threads:
+    config.intra_op_parallelism_threads = threads
+    config.inter_op_parallelism_threads = threads
+  return tf.Session(config=config)
 
 
 def _ratios(samples, base):
@@ -95,17 +136,13 @@ def _measure(size, repeats, alternatives, threads):
     ops = {'memory_pass': tf.reduce_sum(tf.abs(weight)).op,
            'tf1prune_exact': exact.mask_update_op(),
            'tf1prune_histogram_256': histogram.mask_update_op()}
-    ops['tf1prune_exact_before'] = _previous_exact_mask(weight, mask)
+    ops['tf1prune_exact_before_23'] = _before_23_mask(weight, mask)
     if alternatives:
       ops['old_top_k'] = _old_contrib_mask(weight, mask, sort=False)
       ops['full_sort'] = _old_contrib_mask(weight, mask, sort=True)
     noop = tf.no_op()
     conditional = exact.conditional_mask_update_op()   # step 0: not due
-    config = tf.ConfigProto()
-    if threads:
-      config.intra_op_parallelism_threads = threads
-      config.inter_op_parallelism_threads = threads
-    with tf.Session(config=config) as sess:
+    with _session(threads) as sess:
       sess.run(tf.global_variables_initializer())
       samples = interleaved_samples(
           {name: (lambda op=op: sess.run(op)) for name, op in ops.items()},
@@ -137,12 +174,84 @@ def _measure(size, repeats, alternatives, threads):
           'target': TARGETS.get(size)}
 
 
+def _weights(kind, size):
+  """A [size // 1000, 1000] float32 variable holding `kind` values."""
+  shape = [size // 1000, 1000]
+  initializers = {'tf_random_normal': tf.random_normal_initializer(),
+                  'tf_glorot_uniform': tf.glorot_uniform_initializer()}
+  if kind in initializers:
+    return tf.get_variable('w', shape, initializer=initializers[kind])
+  rs = np.random.RandomState(0)
+  w = rs.randn(*shape).astype(np.float32)
+  if kind == 'fp16_valued':
+    w = w.astype(np.float16).astype(np.float32)
+  elif kind == 'bf16_valued':
+    w = (w.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+  elif kind == 'quantized_1_16':
+    w = np.round(w * 16) / 16
+  elif kind == 'all_equal':
+    w = np.full(shape, 0.5, np.float32)
+  elif kind == 'nan_inf':
+    special = rs.rand(*shape)
+    w[special < 0.01] = np.nan
+    w[(special >= 0.01) & (special < 0.015)] = np.inf
+    w[(special >= 0.015) & (special < 0.02)] = -np.inf
+  elif kind != 'numpy_randn':
+    raise ValueError('unknown distribution %r, expected one of %s' %
+                     (kind, DISTRIBUTIONS))
+  return tf.get_variable('w', initializer=w.astype(np.float32))
+
+
+def _measure_distribution(kind, size, repeats, threads):
+  """The exact update (now and before issue 23) over the memory pass."""
+  with tf.Graph().as_default():
+    tf.set_random_seed(0)
+    tf.train.get_or_create_global_step()
+    weight = _weights(kind, size)
+    tf1prune.apply_mask(weight, 'layer')
+    mask = tf1prune.get_masks()[0]
+    exact = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse('name=exact'),
+                             sparsity=tf.constant(SPARSITY))
+    ops = {'memory_pass': tf.reduce_sum(tf.abs(weight)).op,
+           'tf1prune_exact': exact.mask_update_op(),
+           'tf1prune_exact_before_23': _before_23_mask(weight, mask)}
+    with _session(threads) as sess:
+      sess.run(tf.global_variables_initializer())
+      w = sess.run(weight)
+      samples = interleaved_samples(
+          {name: (lambda op=op: sess.run(op)) for name, op in ops.items()},
+          repeats=repeats, warmup=1)
+      kept = int(sess.run(tf.reduce_sum(mask)))
+  scores = np.abs(w[np.isfinite(w)])
+  ratios = _ratios(samples, 'memory_pass')
+  fastest = {k: float(np.min(v)) for k, v in samples.items()}
+  return {'distribution': kind, 'size': size, 'threads': threads or 'default',
+          'repeats': repeats, 'seconds': medians(samples),
+          'ratio_to_memory_pass': {k: v[0] for k, v in ratios.items()},
+          'ratio_spread': {k: v[1:] for k, v in ratios.items()},
+          # Fastest repeat over fastest repeat: what a loaded machine's
+          # interruptions disturb least.
+          'ratio_of_minimums': {k: v / fastest['memory_pass']
+                                for k, v in fastest.items()},
+          'distinct_values': int(np.unique(w).size),
+          'kept': kept, 'finite_max': float(scores.max()) if scores.size
+          else None}
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--quick', action='store_true',
                       help='small sizes, few repeats (CI smoke run)')
   parser.add_argument('--sizes', default='',
                       help='comma-separated sizes to run (default: the plan)')
+  parser.add_argument('--dist_only', action='store_true',
+                      help='only the value distributions, written to '
+                      'mask_update_dist[_tf1].json')
+  parser.add_argument('--dist_repeats', type=int, default=7,
+                      help='repeats of each distribution run')
+  parser.add_argument('--dist_size', type=float, default=1e7,
+                      help='size of the value-distribution runs (0: none; '
+                      '--quick: 1e5)')
   args = parser.parse_args(argv)
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
@@ -151,6 +260,8 @@ def main(argv=None):
   else:
     plan = [(10**5, 9, True), (10**6, 9, True), (10**7, 9, False),
             (5 * 10**7, 5, False)]
+  if args.dist_only:
+    plan = []
   if args.sizes and not args.quick:
     wanted = [int(float(s)) for s in args.sizes.split(',')]
     plan = [p for p in plan if p[0] in wanted]
@@ -169,9 +280,29 @@ def main(argv=None):
                 row['idle_conditional_vs_no_op'],
                 row['idle_hook_fetch_vs_no_op'], row['load_average_1min']),
             flush=True)
-  name = 'mask_update' + ('_tf1' if tf.__version__.startswith('1.') else '')
+  dist_rows = []
+  dist_size = 10**5 if args.quick else int(args.dist_size)
+  for threads in ((1, None) if dist_size else ()):
+    for kind in DISTRIBUTIONS:
+      row = _measure_distribution(kind, dist_size, 3 if args.quick else
+                                  args.dist_repeats, threads)
+      row['load_average_1min'] = load_average()
+      dist_rows.append(row)
+      print('n=%-9d threads=%-7s %-18s exact %.2fx [%.2f-%.2f]  before issue '
+            '23 %.2fx  load %.1f' % (
+                dist_size, row['threads'], kind,
+                row['ratio_to_memory_pass']['tf1prune_exact'],
+                row['ratio_spread']['tf1prune_exact'][0],
+                row['ratio_spread']['tf1prune_exact'][1],
+                row['ratio_to_memory_pass']['tf1prune_exact_before_23'],
+                row['load_average_1min']), flush=True)
+  name = 'mask_update' + ('_dist' if args.dist_only else '') + (
+      '_tf1' if tf.__version__.startswith('1.') else '')
   path = write_results(name + ('_quick' if args.quick else ''),
                        {'sparsity': SPARSITY, 'rows': rows,
+                        'dist_rows': dist_rows,
+                        'dist_targets': {'ratio': DIST_TARGET,
+                                         'spread': DIST_SPREAD},
                         'load_average_1min': [load_before, load_average()]})
   print('wrote', path)
 

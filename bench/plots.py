@@ -23,7 +23,7 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
 
 _LABELS = {
     'tf1prune_exact': 'tf1prune (exact)',
-    'tf1prune_exact_before': 'tf1prune exact before issue 17',
+    'tf1prune_exact_before_23': 'tf1prune exact before issue 23',
     'tf1prune_histogram_256': 'tf1prune histogram, 256 bins (approximate)',
     'old_top_k': 'tf.nn.top_k (old contrib, tfmot)',
     'full_sort': 'full sort',
@@ -53,11 +53,16 @@ def plot_mask_update(quick):
   data, out = _load('mask_update', quick)
   if data is None:
     return None
-  fig, ax = plt.subplots(figsize=(7, 4.5))
+  dist = [r for r in data.get('dist_rows', []) if str(r['threads']) == '1']
+  if dist:
+    fig, (ax, bars) = plt.subplots(1, 2, figsize=(13, 4.5))
+    _plot_distributions(bars, dist, data)
+  else:
+    fig, ax = plt.subplots(figsize=(7, 4.5))
   rows = data['rows']
   for threads in sorted({str(r.get('threads', 'default')) for r in rows}):
     part = [r for r in rows if str(r.get('threads', 'default')) == threads]
-    for key in ('tf1prune_exact', 'tf1prune_exact_before',
+    for key in ('tf1prune_exact', 'tf1prune_exact_before_23',
                 'tf1prune_histogram_256', 'old_top_k', 'full_sort'):
       pts = [(r['size'], r['ratio_to_memory_pass'][key]) for r in part
              if key in r['ratio_to_memory_pass']]
@@ -75,6 +80,27 @@ def plot_mask_update(quick):
   ax.legend(fontsize=8)
   _save(fig, data, out)
   return out
+
+
+def _plot_distributions(ax, rows, data):
+  """Bars: the exact update over one memory pass per value distribution,
+  now and before issue 23 (one thread, the largest size run)."""
+  size = max(r['size'] for r in rows)
+  rows = [r for r in rows if r['size'] == size]
+  x = [i for i in range(len(rows))]
+  for offset, key, label in ((-0.2, 'tf1prune_exact', 'now'),
+                             (0.2, 'tf1prune_exact_before_23',
+                              'before issue 23')):
+    ax.bar([i + offset for i in x], [r['ratio_to_memory_pass'][key] for r in rows], 0.4,
+           label=label)
+  ax.axhline(4.0, color='k', linestyle=':', label='target 4x')
+  ax.set_xticks(x)
+  ax.set_xticklabels([r['distribution'] for r in rows], rotation=30,
+                     ha='right', fontsize=8)
+  ax.set_ylabel('time / one reduce_sum(abs(w)) pass')
+  ax.set_title('Exact update by value distribution (%.0e, one thread, TF %s)'
+               % (size, data['info']['tensorflow']), fontsize=9)
+  ax.legend(fontsize=8)
 
 
 def _density_axis(ax, sparsities):

@@ -13,6 +13,12 @@ cross entropy and plain SGD:
   reached only at step 10**6: the schedule is active on every measured step,
   the masks are about half zeros and a real mask update runs every 10th step).
 
+The weights of both twins are drawn by TF's own initializers
+(`tf.truncated_normal_initializer`, as in `cifar10_example/model.py`, and the
+initializers of `bench/_resnet_net.py`), seeded alike: the values a real model
+starts from, with the ties TF's generators produce (issue 23), not NumPy
+draws.
+
 `--net=resnet`: a resnet_v1-style net with batch norm instead
 (`bench/_resnet_net.py`; built where a batch_norm layer is available for both
 twins: TF 1.15 with tf_slim, or a tf1prune that has its own `batch_norm`).
@@ -32,7 +38,7 @@ repeat), each graph in its own session:
 Reported: median step times, and as `ratio_to_unmasked` the median over
 repeats of the per-repeat ratio (each repeat runs every candidate back to
 back, so both sides of a ratio saw the same load; `bench/_paired.py`), with
-the min and max over repeats as the spread; `masked_pruning_hook` is divided
+the min and max over repeats and the interquartile range as the spread; `masked_pruning_hook` is divided
 by `unmasked_monitored` (both pay the MonitoredSession), the others by
 `unmasked`. Written to bench/results/train_overhead[_resnet][_tf1][_quick].json.
 Target (issue 17): <= 1.01 for the ways that run the update.
@@ -151,10 +157,11 @@ def run(batch, repeats, inner, net='cifar'):
   per_step = {k: v / inner for k, v in medians(samples).items()}
   bases = {k: 'unmasked_monitored' if k == 'masked_pruning_hook' else 'unmasked'
            for k in samples}
-  spread = {}
+  spread, quartiles = {}, {}
   for k in samples:
     r = np.array(samples[k]) / np.array(samples[bases[k]])
     spread[k] = [float(r.min()), float(r.max())]
+    quartiles[k] = [float(np.percentile(r, 25)), float(np.percentile(r, 75))]
   return {
       'net': net, 'batch': batch, 'repeats': repeats,
       'steps_per_repeat': inner, 'pruning_frequency': FREQUENCY,
@@ -163,6 +170,8 @@ def run(batch, repeats, inner, net='cifar'):
       'ratio_to_unmasked': {k: paired_ratio(samples, k, bases[k])
                             for k in samples},
       'ratio_spread': spread,
+      'ratio_quartiles': quartiles,
+      'weights': 'TF initializers (truncated normal), seed 0',
       'ratio_of_medians': {k: v / per_step[bases[k]]
                            for k, v in per_step.items()},
       'pruning_hook_final': hook_final,
@@ -211,8 +220,9 @@ def main(argv=None):
   result['load_average_1min'] = [load_before, load_average()]
   print('median step (s): ' + '  '.join(
       '%s %.4f' % kv for kv in sorted(result['median_step_seconds'].items())))
-  print('ratio to unmasked twin [min-max]: ' + '  '.join(
-      '%s %.3f [%.2f-%.2f]' % ((k, v) + tuple(result['ratio_spread'][k]))
+  print('ratio to unmasked twin [min-max] (25-75%): ' + '  '.join(
+      '%s %.3f [%.2f-%.2f] (%.3f-%.3f)' % ((k, v) + tuple(
+          result['ratio_spread'][k]) + tuple(result['ratio_quartiles'][k]))
       for k, v in sorted(result['ratio_to_unmasked'].items())))
   print('load average', result['load_average_1min'],
         'hook run:', result['pruning_hook_final'])

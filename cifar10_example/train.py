@@ -153,6 +153,7 @@ class ProgressHook(tf.train.SessionRunHook):
     self._log = log
     self._loss = float('nan')
     self.last = {}
+    self.history = []
 
   def after_create_session(self, session, coord):
     self._start = self._last_time = time.time()
@@ -179,6 +180,7 @@ class ProgressHook(tf.train.SessionRunHook):
     self._last_time, self._last_step = now, step
     self.last = {'step': int(step), 'loss': float(self._loss),
                  'sparsity': float(sparsity)}
+    self.history.append(self.last)
 
   def end(self, session):
     self._report(session)
@@ -201,7 +203,8 @@ def train(source, train_dir, max_steps, batch_size=128, learning_rate=0.1,
     Others: as `build_training`; `log_every_secs` is the progress interval.
 
   Returns:
-    dict with the final `step`, `loss` and mask `sparsity`.
+    dict with the final `step`, `loss` and mask `sparsity`, and `history`:
+    the same dict at every progress line.
   """
   if max_steps < 1:
     raise ValueError('max_steps must be >= 1, got %r' % (max_steps,))
@@ -219,7 +222,7 @@ def train(source, train_dir, max_steps, batch_size=128, learning_rate=0.1,
         save_summaries_steps=save_summaries_steps) as sess:
       while not sess.should_stop():
         sess.run(t.train_op)
-  return progress.last
+  return dict(progress.last, history=progress.history)
 
 
 def _parser():

@@ -71,3 +71,41 @@ def data(n=32, inputs=6, outputs=3, seed=1):
 def bits(array):
   """The raw bytes of an array, for bit-exact comparison."""
   return np.ascontiguousarray(np.asarray(array)).tobytes()
+
+
+def question_model(keras, seed=0, units=16):
+  """The question's model: tensorflow.keras Sequential, Dense layer 'Dense0'."""
+  keras.utils.set_random_seed(seed)
+  return keras.Sequential([
+      keras.Input((30,)),
+      keras.layers.Dense(units, activation='softsign', name='Dense0',
+                         bias_initializer='ones'),
+      keras.layers.Dense(1, activation='tanh', name='out')])
+
+
+def lock_question(tk, model):
+  """The question's locks: column 13 at zero, row 2's first five at 1..5.
+
+  Returns {'Dense0/kernel': (bool locked, float32 values)}.
+  """
+  tk.lock(model, 'Dense0', 'kernel', np.s_[:, 13], value='zero')
+  pin = tk.lock(model, 'Dense0', 'kernel', np.s_[2, :5],
+                value=[1., 2., 3., 4., 5.])
+  return {'Dense0/kernel': (pin.locked.copy(), pin.values.copy())}
+
+
+def question_data(n=64, seed=1):
+  return data(n, 30, 1, seed)
+
+
+def is_keras3(keras):
+  return keras.__version__.startswith('3.')
+
+
+def has_ema(keras):
+  """Whether `keras.optimizers.Adam` takes use_ema (Keras 3, Keras 2.11+)."""
+  try:
+    keras.optimizers.Adam(0.01, use_ema=True)
+    return True
+  except (TypeError, ValueError):
+    return False

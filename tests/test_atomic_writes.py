@@ -10,6 +10,7 @@ file is intact and that no temporary file is left behind.
 
 import errno
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune.export import _atomic, _stream
+from tf1prune.export import atomic, stream
 
 
 def _listing(directory):
@@ -42,7 +43,7 @@ def test_write_atomically_keeps_the_old_file_when_the_write_fails(tmp_path,
   with open(path, 'wb') as f:
     f.write(b'old contents')
   with pytest.raises(type(error)):
-    with _atomic.write_atomically(path) as f:
+    with atomic.write_atomically(path) as f:
       f.write(b'new contents, half of them')
       raise error
   assert _read(path) == b'old contents'
@@ -53,7 +54,7 @@ def test_write_atomically_replaces_the_file_in_one_step(tmp_path):
   path = str(tmp_path / 'out.pb')
   with open(path, 'wb') as f:
     f.write(b'old')
-  with _atomic.write_atomically(path) as f:
+  with atomic.write_atomically(path) as f:
     f.write(b'new')
     # Until the block ends, readers still see the old file.
     assert _read(path) == b'old'
@@ -64,9 +65,58 @@ def test_write_atomically_replaces_the_file_in_one_step(tmp_path):
 def test_write_atomically_into_a_missing_directory_is_a_value_error(tmp_path):
   missing = str(tmp_path / 'missing' / 'out.pb')
   with pytest.raises(ValueError, match='does not exist; create it first'):
-    with _atomic.write_atomically(missing):
+    with atomic.write_atomically(missing):
       pass
   assert _listing(str(tmp_path)) == []
+
+
+def _dead_pid():
+  """The pid of a process that has ended."""
+  child = subprocess.Popen(['true'])
+  child.wait()
+  return child.pid
+
+
+def _staging_name(output, pid, kind, host=None):
+  """A staging name as `atomic.staging_path` makes them, for another pid."""
+  own = os.path.basename(atomic.staging_path(output, kind))
+  os.remove(os.path.join(os.path.dirname(output), own))
+  match = re.match(r'^(\..+\.tf1prune-)([0-9a-f]{6})-\d+-', own)
+  return '%s%s-%d-x.%s' % (match.group(1), host or match.group(2), pid, kind)
+
+
+def test_staging_names_carry_the_output_and_this_process(tmp_path):
+  path = str(tmp_path / 'm.pb')
+  staged = atomic.staging_path(path, 'staged')
+  # A staging file's own staging files belong to the same output.
+  tmp = atomic.staging_path(staged, 'tmp')
+  for name in (staged, tmp):
+    assert re.match(r'^\.m\.pb\.tf1prune-[0-9a-f]{6}-%d-\w+\.(staged|tmp)$'
+                    % os.getpid(), os.path.basename(name)), name
+    assert atomic.output_of(name) == 'm.pb'
+
+
+def test_write_removes_only_dead_processes_staging_files_of_its_output(
+    tmp_path):
+  path = str(tmp_path / 'm.pb')
+  dead = _dead_pid()
+  sleeper = subprocess.Popen(['sleep', '60'])
+  try:
+    stale = [_staging_name(path, dead, 'tmp'),
+             _staging_name(path, dead, 'staged')]
+    keep = [_staging_name(path, sleeper.pid, 'tmp'),               # live
+            _staging_name(path, dead, 'tmp', host='000000'),       # a host
+            _staging_name(str(tmp_path / 'n.pb'), dead, 'tmp'),    # output
+            '.m.pb.tmp', 'm.pb.%d.tmp' % dead]                     # not ours
+    for name in stale + keep:
+      open(os.path.join(str(tmp_path), name), 'wb').close()
+    os.mkdir(os.path.join(str(tmp_path), _staging_name(path, dead, 'dir')))
+    with atomic.write_atomically(path) as f:
+      f.write(b'new')
+    assert _listing(str(tmp_path)) == sorted(keep + ['m.pb'])
+  finally:
+    sleeper.kill()
+    sleeper.wait()
 
 
 # ------------------------------------------------------- the strip tool
@@ -101,14 +151,14 @@ def test_strip_failing_midway_leaves_the_old_pb_intact(tmp_path, monkeypatch):
   old = _read(path)
   assert old
 
-  real = _stream.const_node_chunks
+  real = stream.const_node_chunks
 
   def disk_full_after_first_chunk(*args, **kwargs):
     for chunk in real(*args, **kwargs):
       yield chunk
       raise OSError(errno.ENOSPC, 'No space left on device')
 
-  monkeypatch.setattr(_stream, 'const_node_chunks',
+  monkeypatch.setattr(stream, 'const_node_chunks',
                       disk_full_after_first_chunk)
   with pytest.raises(OSError, match='No space left'):
     tf1prune.strip_checkpoint(train, [node], path)
@@ -217,3 +267,14 @@ def test_prune_checkpoint_never_touches_an_existing_output(tmp_path,
     checkpoint_prune.prune_checkpoint(train, target, sparsity={'fc': 0.5})
   assert not os.path.exists(target)
   assert _listing(str(tmp_path)) == ['existing', 'train']
+
+
+def test_prune_checkpoint_removes_a_killed_runs_folder(tmp_path):
+  train = str(tmp_path / 'train')
+  os.makedirs(train)
+  _pruned_checkpoint(train)
+  target = str(tmp_path / 'new')
+  left = os.path.join(str(tmp_path), _staging_name(target, _dead_pid(), 'tmp'))
+  os.makedirs(os.path.join(left, 'half'))
+  tf1prune.export.prune_checkpoint(train, target, sparsity={'fc': 0.5})
+  assert _listing(str(tmp_path)) == ['new', 'train']

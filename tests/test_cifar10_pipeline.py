@@ -13,7 +13,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from cifar10_example import cli, eval as cifar10_eval, frozen, input_data
-from cifar10_example import model, pipeline, train
+from cifar10_example import compare, model, pipeline, train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 30
@@ -115,13 +115,18 @@ def test_demo_summary_content(demo):
   s = demo['summary']
   assert s['data']['name'] == 'digits'
   assert (s['data']['num_train'], s['data']['num_test']) == (1437, 360)
-  for run in ('dense', 'pruned'):
+  assert s['runs'] == ['dense', 'pruned', 'filters']
+  for run in s['runs']:
     r = s[run]
     assert isinstance(r['accuracy'], float) and 0.0 <= r['accuracy'] <= 1.0
     assert r['count'] == 360 and r['correct'] == round(r['accuracy'] * 360)
     assert r['steps'] == STEPS
     assert os.path.getsize(r['pb_path']) == r['pb_bytes'] > 0
     assert 0 < r['pb_gzip_bytes'] < r['pb_bytes']
+    assert r['accuracy_drop'] == s['dense']['accuracy'] - r['accuracy']
+    for batch in ('1', '256'):
+      t = r['latency'][batch]
+      assert 0 < t['min'] <= t['median'] <= t['max']
   assert s['dense']['sparsity'] == 0.0
   assert [l['name'] for l in s['layers']] == list(model.LAYERS)
   for layer in s['layers']:
@@ -130,26 +135,96 @@ def test_demo_summary_content(demo):
     assert layer['pruned_sparsity'] == pytest.approx(0.9, abs=1e-3)
   assert s['pruned']['sparsity'] == pytest.approx(0.9, abs=1e-3)
   assert s['pruned']['pb_gzip_bytes'] < 0.5 * s['dense']['pb_gzip_bytes']
-  assert s['accuracy_drop'] == s['dense']['accuracy'] - s['pruned']['accuracy']
+  assert s['accuracy_drop'] == s['pruned']['accuracy_drop']
   with open(os.path.join(demo['out'], 'summary.json')) as f:
     assert json.load(f) == json.loads(json.dumps(s))
+
+
+def _weights(pb_path):
+  """The weight constants of each layer of a frozen .pb, by layer name."""
+  graph_def = tf.GraphDef()
+  with open(pb_path, 'rb') as f:
+    graph_def.ParseFromString(f.read())
+  consts = {n.name: tf.make_ndarray(n.attr['value'].tensor)
+            for n in graph_def.node if n.op == 'Const'}
+  layers = {}
+  for node in graph_def.node:
+    if node.op in ('Conv2D', 'MatMul'):
+      weight = consts.get(node.input[1].split(':')[0])
+      if weight is not None:
+        layers[node.name.split('/')[0]] = weight
+  return layers
+
+
+def test_demo_filters_model_loses_whole_filters_and_shrinks_exactly(demo):
+  s = demo['summary']
+  folder = os.path.dirname(s['filters']['pb_path'])
+  unshrunk = _weights(os.path.join(folder, 'model_unshrunk.pb'))
+  # Coupled filter pruning at 50%: half the filters of every layer but the
+  # logits are zero, whole; the logits layer keeps all of its 10 outputs.
+  for name, weight in unshrunk.items():
+    empty = np.all(weight.reshape(-1, weight.shape[-1]) == 0, axis=0)
+    expected = 0 if name == 'softmax_linear' else weight.shape[-1] // 2
+    assert int(empty.sum()) == expected, name
+  # The shrunk .pb computes what the unshrunk one does, on the test images.
+  images, _ = frozen.test_arrays(demo['source'])
+  outputs = []
+  for path in (os.path.join(folder, 'model_unshrunk.pb'),
+               s['filters']['pb_path']):
+    with tf.Graph().as_default():
+      tf.import_graph_def(compare.load_graph_def(path), name='')
+      with tf.Session() as sess:
+        outputs.append(sess.run('logits:0', {'images:0': images}))
+  scale = np.max(np.abs(outputs[0]))
+  np.testing.assert_allclose(outputs[1], outputs[0], atol=1e-5 * scale)
+  # Parameters and FLOPs are the shrink report's, which counts the layers of
+  # the written graph; the dense and pruned graphs keep every entry.
+  report = s['filters']['shrink_report']['totals']
+  assert s['filters']['params'] == report['params_after']
+  assert s['filters']['flops'] == report['flops_after']
+  assert report['params_before'] == s['dense']['params'] == s['pruned']['params']
+  assert report['flops_before'] == s['dense']['flops'] == s['pruned']['flops']
+  assert s['filters']['params'] < s['dense']['params']
+  assert s['filters']['flops'] < s['dense']['flops']
+
+
+def test_demo_params_are_the_layer_entries_of_the_graph(demo):
+  layers = _weights(demo['summary']['dense']['pb_path'])
+  biases = sum(w.shape[-1] for w in layers.values())
+  assert demo['summary']['dense']['params'] == sum(
+      w.size for w in layers.values()) + biases
+
+
+def test_demo_plot_is_a_png(demo):
+  path = demo['summary']['plot']
+  if path is None:
+    pytest.skip('matplotlib is not installed: the demo writes no plot')
+  with open(path, 'rb') as f:
+    assert f.read(8) == b'\x89PNG\r\n\x1a\n'
 
 
 def test_demo_logs_progress(demo):
   progress = [l for l in demo['lines'] if l.startswith('step ')]
   assert progress[-1].startswith('step %d/%d  loss ' % (STEPS, STEPS))
   assert all('examples/sec  sparsity ' in l for l in progress)
-  assert 'sparsity 90.0% (schedule 90.0%)' in progress[-1]
+  assert any('sparsity 90.0% (schedule 90.0%)' in l for l in progress)
+  assert progress[-1].endswith('(schedule 50.0%)')   # the filters model
   assert any(l.startswith('pruned: frozen .pb ') for l in demo['lines'])
+  assert any(l.startswith('filters: shrunk ') for l in demo['lines'])
 
 
 def test_demo_table(demo):
   table = pipeline.format_table(demo['summary'])
   s = demo['summary']
   assert 'test accuracy, frozen .pb' in table
-  assert '%.2f%%' % (100 * s['pruned']['accuracy']) in table
-  assert '{:,} B'.format(s['pruned']['pb_gzip_bytes']) in table
+  for run in s['runs']:
+    assert '%.2f%%' % (100 * s[run]['accuracy']) in table
+  assert '{:,} (x%.2f)'.format(s['filters']['flops']) % (
+      s['filters']['flops'] / float(s['dense']['flops'])) in table
+  assert '{:,} (x1.00)'.format(s['pruned']['params']) in table
+  assert 'latency, batch 256' in table
   assert 'local3          256x384' in table
+  assert 'the shrink of the filters model:' in table
   assert table.splitlines()[0].startswith('data: the 8x8 handwritten digits')
 
 

@@ -27,3 +27,19 @@ def test_every_module_docstring_opens_with_an_example():
   missing = [name for name in _MODULES
              if '>>>' not in (importlib.import_module(name).__doc__ or '')]
   assert not missing, 'module docstrings without an example: %s' % missing
+
+
+def _example_modules():
+  import cifar10_example  # pylint: disable=g-import-not-at-top
+  return sorted(name for _, name, _ in pkgutil.walk_packages(
+      cifar10_example.__path__, 'cifar10_example.'))
+
+
+@pytest.mark.parametrize('name', _example_modules())
+def test_example_module_examples_run(name):
+  """cifar10_example runs from the checkout; its `>>>` examples run too."""
+  module = importlib.import_module(name)
+  with tf.Graph().as_default():
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+  assert result.failed == 0, '%d of %d examples in %s failed' % (
+      result.failed, result.attempted, name)

@@ -3,8 +3,8 @@
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export._graph_index import GraphIndex
-from tf1prune.export._shrink_graph import FrozenGraph
+from tf1prune.export.graph_index import GraphIndex
+from tf1prune.export.shrink.frozen_graph import FrozenGraph
 
 
 def _node(name, *inputs):

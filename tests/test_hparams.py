@@ -5,7 +5,7 @@ import re
 import pytest
 
 import tf1prune
-from tf1prune.hparams import validate_hparams
+from tf1prune.spec import validate_hparams
 
 SPEC_DEFAULTS = {
     'name': 'model_pruning',

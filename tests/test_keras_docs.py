@@ -1,8 +1,17 @@
-"""tf1prune.keras: module docstring examples run; TF 1.x gets a clear error."""
+"""tf1prune.keras: docstring and docs examples run; TF 1.x gets a clear error.
+
+The ```python blocks of the docs pages marked as eager (test_docs.EAGER, e.g.
+docs/keras.md) run here, in order in one fresh process, on the Keras that
+tf.keras stands for; tests/test_docs.py leaves those pages out.
+"""
 
 import doctest
 import importlib
+import json
+import os
 import pkgutil
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -41,14 +50,18 @@ def test_unsupported_keras_version_message():
                 % tf.__version__)
   from tf1prune.keras._version import check_keras_version
   with pytest.raises(ValueError) as e:
-    check_keras_version('keras', '2.15.0')
+    check_keras_version('keras', '2.9.0')
   tf_minor = '.'.join(tf.__version__.split('.')[:2])
   assert str(e.value) == (
       'tf1prune.keras supports Keras 3 (keras>=3.0 with the TensorFlow '
-      'backend) and tf_keras>=2.13; got keras 2.15.0. Install keras>=3 or '
-      'tf_keras matching your TensorFlow (pip install "tf_keras~=%s") and '
-      'build the model with it.' % tf_minor)
+      'backend) and Keras 2 from 2.10 on (tf.keras of TensorFlow 2.10 to 2.15, '
+      'or tf_keras); got keras 2.9.0. Upgrade TensorFlow to 2.10 or later (pip '
+      'install "tensorflow>=2.10"), or install tf_keras matching your '
+      'TensorFlow (pip install "tf_keras~=%s") and build the model with it.'
+      % tf_minor)
   assert check_keras_version('tf_keras', '2.21.0') == 'tf_keras'
+  assert check_keras_version('keras', '2.15.0') == 'keras'
+  assert check_keras_version('keras', '2.10.0') == 'keras'
 
 
 def _modules():
@@ -71,3 +84,28 @@ def test_module_examples_run(name):
   result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
   assert result.failed == 0, '%d of %d examples in %s failed' % (
       result.failed, result.attempted, name)
+
+
+def _eager_pages():
+  import test_docs
+  return [p for p in test_docs.PAGES
+          if test_docs.EAGER in test_docs._read(p) and test_docs._runnable(p)]
+
+
+@pytest.mark.skipif(not TF2 or not tf.executing_eagerly(),
+                    reason='the eager pages need TF 2.x with Keras, in an eager '
+                    'process')
+@pytest.mark.parametrize('page', _eager_pages())
+def test_python_blocks_of_eager_page_run(page, tmp_path):
+  import test_docs
+  spec = tmp_path / 'blocks.json'
+  spec.write_text(json.dumps(test_docs._runnable(page)))
+  work = tmp_path / 'cwd'
+  work.mkdir()
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+  env['PYTHONPATH'] = test_docs.ROOT + os.pathsep + env.get('PYTHONPATH', '')
+  run = subprocess.run(
+      [sys.executable, os.path.join(test_docs.ROOT, 'tests', '_docs_worker.py'),
+       str(spec)], cwd=str(work), env=env, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+  assert run.returncode == 0, run.stderr[-4000:]

@@ -23,15 +23,15 @@ _LOADER = r'''
 import json, sys, numpy as np, tensorflow as tf
 sys.path = [p for p in sys.path if 'tf1prune' not in p and p not in ('', '.')]
 sys.modules['tf1prune'] = None          # importing it now fails
-keras_path, saved, pb, inp, out, legacy = sys.argv[1:7]
+keras_path, saved, pb, inp, out, which = sys.argv[1:7]
 x = np.load(inp)
-if legacy == '1':
+if which == 'tf_keras':
   import tf_keras as keras
 else:
   import keras
 results = {'keras': keras.models.load_model(keras_path).predict(x, verbose=0)}
 loaded = tf.saved_model.load(saved)
-if legacy == '1':
+if which != 'keras3':
   fn = loaded.signatures['serving_default']
   results['saved'] = list(fn(tf.constant(x)).values())[0].numpy()
 else:
@@ -82,10 +82,11 @@ def test_exports_load_and_run_without_tf1prune(tmp_path):
   np.save(inp, x)
   names = json.dumps({'input': report.input_nodes[0],
                       'output': report.output_nodes[0]})
-  legacy = '1' if K.__name__ == 'tf_keras' else '0'
+  which = ('tf_keras' if K.__name__ == 'tf_keras' else
+           'keras3' if K.__version__.startswith('3.') else 'keras2')
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', PYTHONPATH='')
   run = subprocess.run([sys.executable, '-c', _LOADER, keras_path, saved, pb,
-                        inp, names, legacy], env=env, cwd=str(tmp_path),
+                        inp, names, which], env=env, cwd=str(tmp_path),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=300)
   assert run.returncode == 0, run.stderr[-3000:]

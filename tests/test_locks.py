@@ -1,5 +1,7 @@
 """Locks: pinned entries stay bit-identical under every optimizer and restore."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
@@ -105,11 +107,29 @@ def test_current_lock_fails_loudly_until_captured_then_captures_once():
     np.testing.assert_array_equal(sess.run(kernel)[INDEX], init[INDEX] + 1.0)
 
 
+def _exactly(message):
+  return '^%s$' % re.escape(message)
+
+
 @pytest.mark.parametrize('kwargs,error,match', [
-    (dict(), ValueError, 'lock needs index='),
-    (dict(index=np.s_[:, :, 9]), ValueError, r'does not fit a weight of shape \[3, 3, 4, 5\]'),
-    (dict(mask=np.ones((3, 3), bool)), ValueError, 'bool array of shape'),
-    (dict(mask=np.ones(KERNEL)), ValueError, 'dtype float64'),
+    # One text for graph and Keras locks (tf1prune.locks.index_mask).
+    (dict(), ValueError, _exactly(
+        'weight conv/weights needs index= (a NumPy index such as np.s_[:, 0], '
+        'or ... for every entry) or mask= (a bool array of shape [3, 3, 4, '
+        '5]); got neither')),
+    (dict(index=np.s_[:, :, 9]), ValueError, _exactly(
+        'index=(slice(None, None, None), slice(None, None, None), 9) does not '
+        'fit weight conv/weights of shape [3, 3, 4, 5] (index 9 is out of '
+        'bounds for axis 2 with size 4); use a NumPy index within the shape, '
+        'such as np.s_[:, 0]')),
+    (dict(mask=np.ones((3, 3), bool)), ValueError, _exactly(
+        'mask= for weight conv/weights must be a bool array of shape [3, 3, 4, '
+        '5], got dtype bool and shape [3, 3]; pass a bool NumPy array of '
+        'exactly that shape')),
+    (dict(mask=np.ones(KERNEL)), ValueError, _exactly(
+        'mask= for weight conv/weights must be a bool array of shape [3, 3, 4, '
+        '5], got dtype float64 and shape [3, 3, 4, 5]; pass a bool NumPy array '
+        'of exactly that shape')),
     (dict(index=0, value='half'), ValueError, "'current', 'zero', a number"),
     (dict(index=0, value=[1.0, 2.0]), ValueError, 'must broadcast to shape'),
     (dict(index=0, value=tf.zeros(KERNEL)), TypeError, 'got the tensor'),

@@ -1,6 +1,8 @@
-"""Import paths that earlier docs gave keep working, as the same modules."""
+"""Import paths that earlier docs gave keep working, as the same modules, and
+warn with the path to use and the release that removes them."""
 
 import importlib
+import sys
 
 import pytest
 
@@ -8,15 +10,36 @@ import tf1prune
 from tf1prune import _moved
 
 
+def _fresh_import(name):
+  sys.modules.pop(name, None)
+  with pytest.warns(DeprecationWarning) as caught:
+    module = importlib.import_module(name)
+  return module, [str(w.message) for w in caught]
+
+
 @pytest.mark.parametrize('old,new', sorted(_moved.OLD_TO_NEW.items()))
-def test_old_import_path_is_the_new_module(old, new):
-  assert importlib.import_module(old) is importlib.import_module(new)
+def test_old_import_path_is_the_new_module_and_warns(old, new):
+  module, messages = _fresh_import(old)
+  assert module is importlib.import_module(new)
+  expected = '%s is deprecated: import %s instead (the old path is removed ' \
+             'in tf1prune %s)' % (old, _moved.public_path(new),
+                                  _moved.REMOVED_IN)
+  assert expected in messages
+
+
+def test_public_path_names_the_package_of_a_private_module():
+  assert _moved.public_path('tf1prune.masks._select') == 'tf1prune.masks'
+  assert _moved.public_path('tf1prune.export.shrink.run') == \
+      'tf1prune.export.shrink.run'
 
 
 def test_documented_old_names_import():
-  from tf1prune.graph_io import write_atomically  # pylint: disable=g-import-not-at-top
-  from tf1prune.structured import Kernel  # pylint: disable=g-import-not-at-top
-  from tf1prune.thresholds import magnitude_mask  # pylint: disable=g-import-not-at-top
+  for name in ('tf1prune.graph_io', 'tf1prune.structured', 'tf1prune.thresholds'):
+    sys.modules.pop(name, None)
+  with pytest.warns(DeprecationWarning):
+    from tf1prune.graph_io import write_atomically  # pylint: disable=g-import-not-at-top
+    from tf1prune.structured import Kernel  # pylint: disable=g-import-not-at-top
+    from tf1prune.thresholds import magnitude_mask  # pylint: disable=g-import-not-at-top
   assert Kernel is tf1prune.masks.Kernel
   assert magnitude_mask is tf1prune.masks.magnitude_mask
   assert write_atomically is tf1prune.export.write_atomically

@@ -6,7 +6,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from tf1prune.cli import strip_pruning_vars as strip_cli
-from tf1prune.export._names import check_outputs, output_names, split_input
+from tf1prune.export.names import check_outputs, output_names, split_input
 
 _EMPTY = ("output_node_names is empty; name the inference outputs, e.g. "
           "['logits/BiasAdd']")

@@ -11,7 +11,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from tf1prune.cli import prune_checkpoint as prune_checkpoint_cli
-from tf1prune.export import _checkpoint_prune as checkpoint_prune
+from tf1prune.export import checkpoint_prune
 import np_reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

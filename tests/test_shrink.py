@@ -8,9 +8,9 @@ import tensorflow.compat.v1 as tf
 
 from graph_support import const as _const, consts as _consts, run as _run, run_in
 import tf1prune
-from tf1prune.export import _graph_io as graph_io
-from tf1prune.export._shrink import shrink_graph_def
-from tf1prune.export._shrink_border import constant_response, conv_pads
+from tf1prune.export import graph_io
+from tf1prune.export.shrink.run import shrink_graph_def
+from tf1prune.export.shrink.padding import constant_response, conv_pads
 
 
 
@@ -205,7 +205,8 @@ def test_cascade_a_filter_emptied_by_removed_inputs_is_removed_too():
 
 
 @pytest.mark.parametrize('kind,reason', [
-    ('lrn', 'LRN normalizes across neighbouring channels'),
+    ('lrn', 'LRN divides a removed channel that is not 0 by a sum over its '
+            'kept neighbours'),
     ('batch_norm', 'batch norm in training form'),
     ('channel_sum', 'Sum is not among the ops the shrink passes'),
     ('shape_read', 'it reads the shape, which the shrink changes'),
@@ -216,8 +217,8 @@ def test_channel_mixing_ops_stop_the_shrink_and_say_why(kind, reason):
   w1[..., 1] = 0.0
   x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
   h = tf.nn.relu(_conv(x, w1, rs.randn(4), 'SAME'))
-  if kind == 'lrn':
-    h = tf.nn.lrn(h, 2, name='norm1')
+  if kind == 'lrn':   # the removed channel is 1 + relu(bias) there, not 0
+    h = tf.nn.lrn(h + 1.0, 2, name='norm1')
   elif kind == 'batch_norm':
     h, _, _ = tf.nn.fused_batch_norm(h, _const(np.ones(4)),
                                      _const(np.zeros(4)), is_training=True)
@@ -232,6 +233,40 @@ def test_channel_mixing_ops_stop_the_shrink_and_say_why(kind, reason):
   stop, = report.stops
   assert reason in stop.reason and stop.channels == 1
   assert 'kept 1 empty output channel(s) of ' in report.format_table()
+
+
+@pytest.mark.parametrize('radius,beta', [(2, 0.75), (5, 0.5), (1, 1.0)])
+def test_lrn_loses_channels_that_are_0_there_and_becomes_a_band_conv(
+    radius, beta):
+  # contrib's CIFAR-10 net: conv -> relu -> pool -> LRN -> conv. Filters 1, 4
+  # and 5 are empty and their bias is negative, so relu makes them 0; filter
+  # 6 is empty with a positive bias, a constant the LRN divides by a sum that
+  # varies: it stays.
+  rs = np.random.RandomState(7)
+  w1 = rs.randn(3, 3, 3, 8).astype(np.float32)
+  w1[..., [1, 4, 5, 6]] = 0.0
+  bias = np.abs(rs.randn(8)).astype(np.float32)
+  bias[[1, 4, 5]] *= -1.0
+  x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
+  h = tf.nn.relu(_conv(x, w1, bias, 'SAME'))
+  h = tf.nn.max_pool(h, [1, 3, 3, 1], [1, 2, 2, 1], 'SAME')
+  h = tf.nn.lrn(h, radius, bias=1.5, alpha=0.01, beta=beta, name='norm1')
+  _conv(h, rs.randn(3, 3, 8, 5), rs.randn(5), 'SAME', name='y')
+  feed = rs.randn(3, 8, 8, 3).astype(np.float32)
+  small, report = _check_same_outputs(
+      tf.get_default_graph().as_graph_def(), feed)
+  conv1, conv2, norm = report.layers
+  assert (conv1.outputs_after, conv2.inputs_after) == (5, 5)
+  kept = np.array([0, 2, 3, 6, 7])
+  expected = np.where(np.abs(kept[:, None] - kept[None, :]) <= radius, 0.01,
+                      0.0)
+  band = _consts(small)['norm1/band/weight']
+  np.testing.assert_array_equal(band[0, 0], expected.astype(np.float32))
+  assert norm == (norm.name, 'LRN', 8, 5, 8, 5, 0, 25, 0, 2 * 25 * 4 * 4)
+  assert [n.op for n in small.node if n.name == 'norm1'] == ['Mul']
+  stop, = report.stops
+  assert stop.channels == 1 and stop.op == 'LRN'
+  assert 'LRN divides a removed channel that is not 0' in stop.reason
 
 
 def test_empty_outputs_of_the_last_layer_stay_and_one_channel_is_always_kept():

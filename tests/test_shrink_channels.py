@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from graph_support import const as _const, consts as _consts, run as _run
-from tf1prune.export._shrink import shrink_graph_def
+from tf1prune.export.shrink.run import shrink_graph_def
 
 
 
@@ -61,11 +61,14 @@ def test_a_map_reaches_the_conv_as_one_indicator_channel_per_position_kind():
 def test_a_map_costlier_than_its_channels_is_kept_and_the_report_says_why():
   feed, _, _ = _depthwise_net(np.random.RandomState(1), 4, 1)
   graph_def = tf.get_default_graph().as_graph_def()
-  small, report = shrink_graph_def(graph_def, ['y'])
+  small, report = shrink_graph_def(graph_def, ['y'], objective='params')
   expected = _run(graph_def, feed)
   np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   stop, = report.stops
-  assert (stop.layer, stop.node, stop.channels) == ('Conv2D', 'y', 10)
+  # The stop names the padded depthwise conv that made the constants a map.
+  assert (stop.layer, stop.node, stop.op, stop.channels) == (
+      'Conv2D', 'depthwise', 'DepthwiseConv2dNative', 10)
   assert 'would cost more parameters than keeping them' in stop.reason
+  assert 'at y' in stop.reason
   assert not [n for n in small.node if 'shrink_ones' in n.name]

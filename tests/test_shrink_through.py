@@ -6,8 +6,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from graph_support import const as _const, run as _run, run_in
-from tf1prune.export._shrink import shrink_graph_def
-from tf1prune.export._shrink_prepare import fold_constants
+from tf1prune.export.shrink.run import shrink_graph_def
+from tf1prune.export.shrink.prepare import fold_constants
 
 
 

@@ -20,7 +20,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune.export import _atomic, _attrs, _stream
+from tf1prune.export import atomic, attrs, stream
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PRUNING_NAME = re.compile(r'(^|/)(mask|threshold)(_\d+)?(/|$)')
@@ -297,7 +297,7 @@ def test_attributes_at_their_default_are_not_written(tmp_path):
   path = str(tmp_path / 'out.pb')
   tf1prune.strip_checkpoint(str(tmp_path), [output], path)
   graph_def = _read_pb(path)
-  defs = _attrs.op_defs(graph_def)
+  defs = attrs.op_defs(graph_def)
   for node in _all_nodes(graph_def):
     for attr in defs[node.op].attr if node.op in defs else ():
       if attr.HasField('default_value') and attr.name in node.attr:
@@ -493,12 +493,12 @@ def test_write_atomically_keeps_the_old_file_when_writing_fails(tmp_path):
   with open(path, 'wb') as f:
     f.write(b'old')
   with pytest.raises(RuntimeError):
-    with _atomic.write_atomically(path) as f:
+    with atomic.write_atomically(path) as f:
       f.write(b'partial')
       raise RuntimeError('disk full')
   assert os.listdir(str(tmp_path)) == ['m.pb']
   assert open(path, 'rb').read() == b'old'
-  with _atomic.write_atomically(path) as f:
+  with atomic.write_atomically(path) as f:
     f.write(b'new')
   assert open(path, 'rb').read() == b'new'
   assert os.listdir(str(tmp_path)) == ['m.pb']
@@ -519,7 +519,7 @@ def test_streamed_constant_bytes_equal_protobuf_serialization(value):
   full = tf.NodeDef()
   full.CopyFrom(node)
   full.attr['value'].tensor.CopyFrom(tf.make_tensor_proto(value))
-  chunks = _stream.const_node_chunks(node, value)
+  chunks = stream.const_node_chunks(node, value)
   streamed = b''.join(bytes(c) for c in chunks)
   parsed = tf.GraphDef()
   parsed.ParseFromString(streamed)

@@ -38,9 +38,10 @@ from tf1prune import _moved
 from tf1prune import slim_compat  # noqa: F401
 from tf1prune.channel_groups import (ChannelGroup, GroupMember,
                                      find_channel_groups, format_channel_groups)
-from tf1prune.export import (ShrinkReport, StripReport, graph_def_from_checkpoint,
+from tf1prune.export import (ShrinkReport, StripReport, TrainingGraphError,
+                             graph_def_from_checkpoint, inference_graph_def,
                              shrink_graph_def, shrink_pb, strip_checkpoint,
-                             strip_pruning_vars_fn)
+                             strip_pruning_vars_fn, write_inference_graph)
 from tf1prune.hooks import PruningHook, train
 from tf1prune.hparams import HParams, get_pruning_hparams
 from tf1prune.layers import masked_conv2d, masked_convolution, masked_fully_connected
@@ -55,6 +56,7 @@ from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
 from tf1prune.normalization import batch_norm
 from tf1prune.lottery import LotteryTicket, round_sparsity
 from tf1prune.patch import locking_scope, pruning_scope
+from tf1prune.preview import ShrinkPreviewHook, shrink_preview
 from tf1prune.pruning import Pruning
 from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
 from tf1prune.rnn_wrappers import DropoutWrapper, MultiRNNCell, ResidualWrapper
@@ -96,5 +98,7 @@ __all__ = [
     'format_channel_groups',
     # Exporting, stripping and shrinking frozen graphs (tf1prune.export).
     'ShrinkReport', 'StripReport', 'shrink_graph_def', 'shrink_pb',
-    'strip_checkpoint',
+    'ShrinkPreviewHook', 'shrink_preview',
+    'strip_checkpoint', 'TrainingGraphError', 'inference_graph_def',
+    'write_inference_graph',
 ]

@@ -23,6 +23,11 @@ decision for all members. The rules:
   granularity);
 - a blocked group (`ChannelGroup.blocked`, e.g. an identity shortcut from
   the input) stays dense, with a warning saying why;
+- a group whose channels are the model's outputs (`ChannelGroup.outputs`:
+  they reach a softmax, a softmax loss, an argmax or a top-k) stays
+  dense, with a warning naming its layers, unless a `granularity_map` entry
+  names them (matches them and not every weight);
+- each warning is logged once per graph;
 - a `coupled_filter` weight in no group (it feeds no NHWC `Conv2D`, plain
   `MatMul` or depthwise conv) stays dense, with a warning;
 - the group's sparsity is its members' `weight_sparsity_map` target, which
@@ -37,6 +42,8 @@ decision for all members. The rules:
 """
 
 import collections
+import re
+import weakref
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -77,7 +84,44 @@ def _check_one(group, targets, attribute, what):
             '%s for %s' % (v, ', '.join(n)) for v, n in values.items())))
 
 
-def plan_coupled(targets, records, graph=None):
+_WARNED = weakref.WeakKeyDictionary()   # graph -> messages already logged
+
+
+def warn_once(graph, message, *args):
+  """Logs `message % args` once per graph (`coupled_groups()` and the update
+  op plan the groups again)."""
+  text = message % args
+  seen = _WARNED.setdefault(graph or tf.get_default_graph(), set())
+  if text not in seen:
+    seen.add(text)
+    tf.logging.warning('%s', text)
+
+
+def case_hint(patterns, names):
+  """'; regexes are case-sensitive: ...' naming the weights that `patterns`
+  would match ignoring case, or ''."""
+  near = ['%s matches %s' % (p, ', '.join(n for n in names
+                                          if re.search(p, n, re.IGNORECASE)))
+          for p in patterns
+          if any(re.search(p, n, re.IGNORECASE) for n in names)]
+  if not near:
+    return ''
+  return '; regexes are case-sensitive: ignoring case, %s' % '; '.join(near)
+
+
+def _named(name, names, granularity_map):
+  """True if a `granularity_map` entry matches weight `name` and not every
+  weight of `names`: the user named that layer."""
+  if granularity_map is None:
+    return False
+  for pattern in granularity_map.unmatched([]):
+    regex = re.compile(pattern)
+    if regex.search(name) and not all(regex.search(n) for n in names):
+      return True
+  return False
+
+
+def plan_coupled(targets, records, graph=None, granularity_map=None):
   """Splits `Pruning`'s targets into plain ones and coupled channel groups.
 
   Args:
@@ -85,6 +129,9 @@ def plan_coupled(targets, records, graph=None):
     records: every `MaskedWeight` of the graph (unpruned ones too: they
       couple channels as well).
     graph: the graph to walk; default the default graph.
+    granularity_map: the spec's `granularity_map` (a `RegexMap`): a group
+      whose channels are the model's outputs is pruned only if one of its
+      entries names the group's layers (matches them, not every weight).
 
   Returns:
     (plain targets, list of `CoupledTargets`): weights whose `coupled_filter`
@@ -108,12 +155,22 @@ def plan_coupled(targets, records, graph=None):
       continue
     seen.update(chosen)
     others = [n for n in names if n not in wanted]
+    all_names = [r.name for r in records]
     if group.blocked:
-      tf.logging.warning(
-          'coupled_filter: channel group [%s] is blocked (%s); its weights '
-          'stay dense', group, group.blocked)
+      warn_once(graph,
+                 'coupled_filter: channel group [%s] is blocked (%s); its '
+                 'weights stay dense', group, group.blocked)
+    elif group.outputs and not all(_named(n, all_names, granularity_map)
+                                   for n in chosen):
+      warn_once(graph,
+                 'coupled_filter: %s stay dense: their output channels are '
+                 'the model\'s outputs (%s), and filter pruning would remove '
+                 'outputs. Name the layer in granularity_map (e.g. '
+                 '\'%s:coupled_filter\') to prune it anyway, or do_not_prune '
+                 'it to silence this.', ', '.join(chosen), group.outputs,
+                 chosen[0].rsplit('/', 1)[0])
     elif others:
-      tf.logging.warning(
+      warn_once(graph,
           'coupled_filter: channel group [%s] has members not pruned with '
           'coupled_filter (%s: do_not_prune or another granularity); %s stay '
           'dense. Give the whole group coupled_filter to prune it.', group,
@@ -127,7 +184,7 @@ def plan_coupled(targets, records, graph=None):
                                     members[0].spec))
   lonely = [n for n in wanted if n not in seen]
   if lonely:
-    tf.logging.warning(
+    warn_once(graph,
         'coupled_filter: %s feed no NHWC Conv2D, MatMul or depthwise conv, so '
         'they are in no channel group; they stay dense', ', '.join(lonely))
   return plain, coupled

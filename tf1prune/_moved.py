@@ -1,42 +1,81 @@
-"""Import paths of earlier releases, kept working.
+"""Import paths of earlier releases, kept working with a DeprecationWarning.
 
 Earlier docs told users to import `tf1prune.structured`, `tf1prune.thresholds`,
 `tf1prune.graph_io`, ... ; those modules now live in `tf1prune.masks`,
 `tf1prune.export` and `tf1prune.cli`. `install()` (run once by
 `tf1prune/__init__.py`) adds an import finder that answers only for the old
-names below, loading the new module under the old name.
+names below: importing one warns with the new path and the release that
+removes the old one, and gives the new module itself.
 
-    >>> import tf1prune.structured, tf1prune.masks._structured as new
+    >>> import sys, warnings
+    >>> _ = sys.modules.pop('tf1prune.structured', None)   # imported once
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...   warnings.simplefilter('always')
+    ...   import tf1prune.structured, tf1prune.masks._structured as new
     >>> tf1prune.structured is new
     True
+    >>> print(caught[0].message)    # doctest: +ELLIPSIS
+    tf1prune.structured is deprecated: import tf1prune.masks instead ...
 """
 
 import importlib
 import importlib.abc
 import importlib.util
 import sys
+import warnings
 
+REMOVED_IN = '0.4'
+
+# old module -> (the module that now holds its code, what to import instead).
 OLD_TO_NEW = {
-    'tf1prune.checkpoint_prune': 'tf1prune.export._checkpoint_prune',
+    'tf1prune.checkpoint_prune': 'tf1prune.export.checkpoint_prune',
     'tf1prune.freeze': 'tf1prune.export._freeze',
     'tf1prune.global_pruning': 'tf1prune.masks._global',
     'tf1prune.granularity': 'tf1prune.masks._granularity',
-    'tf1prune.graph_io': 'tf1prune.export._graph_io',
+    'tf1prune.graph_io': 'tf1prune.export.graph_io',
     'tf1prune.report': 'tf1prune.export._report',
-    'tf1prune.resources': 'tf1prune.export._resources',
-    'tf1prune.shrink': 'tf1prune.export._shrink',
-    'tf1prune.shrink_border': 'tf1prune.export._shrink_border',
-    'tf1prune.shrink_graph': 'tf1prune.export._shrink_graph',
-    'tf1prune.shrink_report': 'tf1prune.export._shrink_report',
+    'tf1prune.resources': 'tf1prune.export.resources',
+    'tf1prune.shrink': 'tf1prune.export.shrink.run',
+    'tf1prune.shrink_border': 'tf1prune.export.shrink.padding',
+    'tf1prune.shrink_graph': 'tf1prune.export.shrink.frozen_graph',
+    'tf1prune.shrink_report': 'tf1prune.export.shrink.report',
     'tf1prune.strip': 'tf1prune.export._strip',
     'tf1prune.strip_cli': 'tf1prune.cli.strip_pruning_vars',
     'tf1prune.structured': 'tf1prune.masks._structured',
     'tf1prune.thresholds': 'tf1prune.masks._select',
+    # The export modules of release 0.1, before the shrink became a subpackage.
+    'tf1prune.export._atomic': 'tf1prune.export.atomic',
+    'tf1prune.export._attrs': 'tf1prune.export.attrs',
+    'tf1prune.export._checkpoint_prune': 'tf1prune.export.checkpoint_prune',
+    'tf1prune.export._graph_index': 'tf1prune.export.graph_index',
+    'tf1prune.export._graph_io': 'tf1prune.export.graph_io',
+    'tf1prune.export._names': 'tf1prune.export.names',
+    'tf1prune.export._resources': 'tf1prune.export.resources',
+    'tf1prune.export._shrink': 'tf1prune.export.shrink.run',
+    'tf1prune.export._shrink_apply': 'tf1prune.export.shrink.rewrite',
+    'tf1prune.export._shrink_border': 'tf1prune.export.shrink.padding',
+    'tf1prune.export._shrink_channels': 'tf1prune.export.shrink.extra_channels',
+    'tf1prune.export._shrink_graph': 'tf1prune.export.shrink.frozen_graph',
+    'tf1prune.export._shrink_prepare': 'tf1prune.export.shrink.prepare',
+    'tf1prune.export._shrink_region': 'tf1prune.export.shrink.regions',
+    'tf1prune.export._shrink_report': 'tf1prune.export.shrink.report',
+    'tf1prune.export._shrink_values': 'tf1prune.export.shrink.removed_values',
+    'tf1prune.export._stream': 'tf1prune.export.stream',
+    'tf1prune.export._table': 'tf1prune.export.table',
 }
 
 
+def public_path(new):
+  """The path a user should import instead: the module, or its package when
+  the module is private (`tf1prune.masks._select` -> `tf1prune.masks`)."""
+  parts = new.split('.')
+  while parts[-1].startswith('_'):
+    parts.pop()
+  return '.'.join(parts)
+
+
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-  """Finds an old module name; loading it returns the new module."""
+  """Finds an old module name; loading it warns and returns the new module."""
 
   def find_spec(self, fullname, path=None, target=None):
     del path, target  # The old names are fixed; nothing else is searched.
@@ -45,7 +84,12 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     return importlib.util.spec_from_loader(fullname, self)
 
   def create_module(self, spec):
-    return importlib.import_module(OLD_TO_NEW[spec.name])
+    new = OLD_TO_NEW[spec.name]
+    warnings.warn(
+        '%s is deprecated: import %s instead (the old path is removed in '
+        'tf1prune %s)' % (spec.name, public_path(new), REMOVED_IN),
+        DeprecationWarning, stacklevel=3)
+    return importlib.import_module(new)
 
   def exec_module(self, module):
     del module  # Already executed under its new name.

@@ -18,46 +18,43 @@ keeps or drops as one unit (`tf1prune.masks.coupled_filter_masks`).
 
 How channels are followed, from each masked weight that feeds a `Conv2D` or
 `MatMul` (its output channels are the last axis, NHWC; directly or through
-identities, casts and the `where` of `tf1prune.lock`):
+identities, casts and the `where` of `tf1prune.lock`), forward through the
+graph (the ops `tf.gradients` built left out), is the op table of
+`tf1prune.channels`, which the shrink uses too:
 
 - kept per channel: bias adds, batch norm (fused, or `tf.nn` ops with
-  per-channel statistics), activations, pools, `Pad`, reductions over the
-  spatial axes, casts, identities, and `Mul` by any tensor (dropout,
-  attention);
-- coupled: `Add`/`AddV2`/`AddN`/`Sub`/`Maximum`/`Minimum` of two tensors that
-  both carry channels (a residual stream); `ConcatV2` on the channel axis
-  places its inputs' channels at their offsets; a depthwise conv couples its
-  filter `[:, :, c, :]` with input channel c and spreads it over its `c *
-  multiplier + m` outputs; a flatten into a dense layer ends there (the dense
-  layer reads rows);
+  per-channel statistics), activations, pools, pads, reductions over the
+  spatial axes, casts, identities (`IdentityN` too), reshapes of `[N, C]`
+  to `[N, 1, 1, C]` and back, and a `Mul` by a tensor that carries no
+  channels (dropout, attention);
+- coupled: an element-wise op (`Add`, `Mul`, `Maximum`, `AddN`, ...) of
+  tensors that all carry channels (a residual stream, an SE gate, `x *
+  sigmoid(x)`); `ConcatV2` on the channel axis places its inputs' channels
+  at their offsets; a depthwise conv couples its filter `[:, :, c, :]` with
+  input channel c and spreads it over its `c * multiplier + m` outputs; a
+  flatten into a dense layer ends there (the dense layer reads rows);
 - blocked: a channel added to a tensor that no masked weight produced (an
   identity shortcut from the input) cannot be removed; its group says why in
-  `blocked` and is not pruned by coupled filter pruning.
+  `blocked` and is not pruned by coupled filter pruning;
+- the model's outputs: channels that reach a softmax, a softmax loss, an
+  argmax or a top-k are the model's outputs (one class each); the group
+  says why in `outputs`, and coupled filter pruning leaves it alone unless
+  the user names the layer. (A layer that nothing reads is not marked: in a
+  graph with a loss that is no model output, and the small graphs of tests
+  and examples prune their last layer.)
 Any other op ends the walk (its output carries no channels). NCHW graphs are
 not followed.
 """
 
 import collections
 
-import numpy as np
 import tensorflow.compat.v1 as tf
 
+from tf1prune.channels import Forward, GraphView, UnionFind
 from tf1prune.masking import masked_weight_records
 
 __all__ = ['ChannelGroup', 'GroupMember', 'find_channel_groups',
            'format_channel_groups']
-
-_PRODUCERS = ('Conv2D', 'MatMul')
-_UNARY = frozenset([
-    'Relu', 'Relu6', 'Elu', 'Selu', 'LeakyRelu', 'Sigmoid', 'Tanh', 'Softplus',
-    'Softsign', 'Swish', 'Identity', 'StopGradient', 'CheckNumerics', 'Cast',
-    'MaxPool', 'AvgPool', 'BiasAdd', 'FusedBatchNorm', 'FusedBatchNormV2',
-    'FusedBatchNormV3', 'Pad', 'PadV2', 'MirrorPad', 'Rsqrt', 'Sqrt', 'Square',
-    'Neg', 'Abs', 'Exp', 'Log', 'Reciprocal', 'Snapshot'])
-_ADDS = frozenset(['Add', 'AddV2', 'AddN', 'Sub', 'Maximum', 'Minimum',
-                   'SquaredDifference'])
-_REDUCTIONS = frozenset(['Mean', 'Max', 'Sum', 'Min'])
-
 
 class GroupMember(collections.namedtuple(
     'GroupMember', ['name', 'weight', 'axis', 'units'])):
@@ -74,14 +71,21 @@ class GroupMember(collections.namedtuple(
 
 
 class ChannelGroup(collections.namedtuple(
-    'ChannelGroup', ['members', 'num_units', 'blocked'])):
+    'ChannelGroup', ['members', 'num_units', 'blocked', 'outputs'])):
   """Weights whose channels are pruned together.
 
   Attributes:
     members: tuple of `GroupMember`, in graph order.
     num_units: how many coupled channels the group has.
     blocked: None, or why its channels cannot be removed.
+    outputs: None, or why its channels are the model's outputs (they reach a
+      softmax, a softmax loss, an argmax or a top-k): coupled filter pruning
+      leaves such a group alone unless the user names it.
   """
+
+  def __new__(cls, members, num_units, blocked, outputs=None):
+    return super(ChannelGroup, cls).__new__(cls, members, num_units, blocked,
+                                            outputs)
 
   def __str__(self):
     text = '%d channels: %s' % (self.num_units,
@@ -89,50 +93,9 @@ class ChannelGroup(collections.namedtuple(
     return text + (' (blocked: %s)' % self.blocked if self.blocked else '')
 
 
-class _UnionFind(object):
-  """Channels as ints; `union` joins two, `find` names a set by its root."""
-
-  def __init__(self):
-    self.parent = []
-
-  def add(self):
-    self.parent.append(len(self.parent))
-    return len(self.parent) - 1
-
-  def find(self, i):
-    while self.parent[i] != i:
-      self.parent[i] = self.parent[self.parent[i]]
-      i = self.parent[i]
-    return i
-
-  def union(self, i, j):
-    i, j = self.find(i), self.find(j)
-    if i != j:
-      self.parent[max(i, j)] = min(i, j)
-
-
 def _static_dims(tensor):
   shape = tensor.get_shape()
   return shape.as_list() if shape.ndims is not None else None
-
-
-def _channels(tensor):
-  dims = _static_dims(tensor)
-  return dims[-1] if dims else None
-
-
-def _is_per_channel(tensor, channels):
-  """A parameter-like operand: every axis but the last has size 1."""
-  dims = _static_dims(tensor)
-  return (dims is not None and all(d == 1 for d in dims[:-1]) and
-          dims[-1:] in ([channels], [1], []))
-
-
-def _constant(tensor):
-  """The value of a `Const` tensor, else None."""
-  if tensor.op.type != 'Const':
-    return None
-  return tf.make_ndarray(tensor.op.get_attr('value'))
 
 
 _PASS_WEIGHT = frozenset(['Identity', 'Select', 'SelectV2', 'Cast'])
@@ -156,13 +119,12 @@ def _weight_uses(tensor):
 
 
 class _Walk(object):
-  """Follows channels through a graph; see the module docstring."""
+  """The members of the channel groups; `Forward` follows their channels."""
 
-  def __init__(self, records):
-    self.sets = _UnionFind()
-    self.origins = {}      # tensor name -> list of set ids, None per channel
+  def __init__(self, view, records):
+    self.forward = Forward(view, self._depthwise)
+    self.sets = self.forward.sets
     self.members = []      # (record, axis, set ids)
-    self.blocked = {}      # set id -> reason
     self.depthwise = {}    # depthwise op name -> record
     self.order = {r.name: i for i, r in enumerate(records)}
     for record in records:
@@ -181,139 +143,51 @@ class _Walk(object):
         self._produce(op, record, -1)
 
   def _produce(self, op, record, axis):
-    ids = [self.sets.add() for _ in range(_static_dims(record.weight)[axis])]
+    ids = self.forward.seed(op.outputs[0],
+                            _static_dims(record.weight)[axis])
     self.members.append((record, axis, ids))
-    self.origins[op.outputs[0].name] = ids
 
-  def run(self, graph):
-    for op in graph.get_operations():
-      if op.outputs and op.outputs[0].name not in self.origins:
-        self._visit(op)
-
-  def _of(self, tensor):
-    return self.origins.get(tensor.name)
-
-  def _visit(self, op):
-    inputs = [self._of(t) for t in op.inputs]
-    if not any(o is not None for o in inputs):
-      return
-    out = op.outputs[0]
-    first = inputs[0]
-    if op.type in _UNARY:
-      if first is not None:
-        self.origins[out.name] = first
-    elif op.type == 'Mul':
-      self._multiply(op, inputs)
-    elif op.type in _ADDS:
-      self._add(op, inputs)
-    elif op.type in _REDUCTIONS:
-      self._reduce(op, first)
-    elif op.type == 'ConcatV2':
-      self._concat(op, inputs)
-    elif op.type == 'Reshape':
-      self._reshape(op, first)
-    elif op.type == 'Squeeze':
-      dims = _static_dims(out)
-      if first is not None and dims and dims[-1] == len(first):
-        self.origins[out.name] = first
-    elif op.type == 'DepthwiseConv2dNative' and first is not None:
-      self._depthwise(op, first)
-
-  def _multiply(self, op, inputs):
-    carried = [o for o in inputs if o is not None]
-    if len(carried) == 2 and len(carried[0]) == len(carried[1]):
-      for i, j in zip(*carried):
-        self._join(i, j)
-    self.origins[op.outputs[0].name] = carried[0]
-
-  def _add(self, op, inputs):
-    carried = [o for o in inputs if o is not None]
-    width = len(carried[0])
-    if any(len(o) != width for o in carried):
-      return
-    for other in carried[1:]:
-      for i, j in zip(carried[0], other):
-        self._join(i, j)
-    for tensor, origin in zip(op.inputs, inputs):
-      if origin is None and not _is_per_channel(tensor, width):
-        for i in carried[0]:
-          if i is not None:
-            self.blocked.setdefault(self.sets.find(i), 'added to %s, which no '
-                                    'masked weight produces (in %s)' %
-                                    (tensor.name, op.name))
-    self.origins[op.outputs[0].name] = carried[0]
-
-  def _join(self, i, j):
-    if i is not None and j is not None:
-      self.sets.union(i, j)
-
-  def _reduce(self, op, first):
-    axes = _constant(op.inputs[1])
-    rank = len(_static_dims(op.inputs[0]) or [])
-    if first is None or axes is None or not rank:
-      return
-    axes = set(int(a) % rank for a in np.ravel(axes))
-    if rank - 1 not in axes:
-      self.origins[op.outputs[0].name] = first
-
-  def _concat(self, op, inputs):
-    axis = _constant(op.inputs[-1])
-    rank = len(_static_dims(op.outputs[0]) or [])
-    if axis is None or not rank or int(axis) % rank != rank - 1:
-      return
-    joined = []
-    for tensor, origin in zip(op.inputs[:-1], inputs[:-1]):
-      if origin is None:
-        width = _channels(tensor)
-        if width is None:
-          return
-        origin = [None] * width
-      joined.extend(origin)
-    self.origins[op.outputs[0].name] = joined
-
-  def _reshape(self, op, first):
-    width = _channels(op.outputs[0])
-    if first is not None and width and width % len(first) == 0:
-      self.origins[op.outputs[0].name] = [first[p % len(first)]
-                                          for p in range(width)]
+  def run(self):
+    self.forward.run()
 
   def _depthwise(self, op, first):
-    multiplier = _static_dims(op.inputs[1])[-1]
     record = self.depthwise.get(op.name)
     ids = list(first)
     if record is not None:
       for c, i in enumerate(ids):
         if i is None:
-          ids[c] = self.sets.add()
-          self.blocked[ids[c]] = ('depthwise %s reads input channel %d, which '
-                                  'no masked weight produces' % (op.name, c))
+          ids[c] = int(self.sets.add()[0])
+          self.forward.blocked[ids[c]] = (
+              'depthwise %s reads input channel %d, which no masked weight '
+              'produces' % (op.name, c))
       self.members.append((record, 2, ids))
-    self.origins[op.outputs[0].name] = [ids[j // multiplier]
-                                        for j in range(len(ids) * multiplier)]
+    return ids
 
   def groups(self):
     """Clusters members that share a set into `ChannelGroup`s."""
-    layers = _UnionFind()
-    ids = [layers.add() for _ in self.members]
+    layers = UnionFind()
+    ids = list(layers.add(len(self.members)))
     owner = {}
     for index, (_, _, sets) in enumerate(self.members):
       for i in sets:
         root = self.sets.find(i)
         if root in owner:
-          layers.union(owner[root], ids[index])
+          layers.union([owner[root]], [ids[index]])
         owner[root] = ids[index]
     clusters = collections.OrderedDict()
     by_record = sorted(range(len(self.members)),
                        key=lambda i: self.order[self.members[i][0].name])
     for index in by_record:
       clusters.setdefault(layers.find(index), []).append(index)
-    blocked = {}
-    for i, reason in self.blocked.items():
+    blocked, outputs = {}, {}
+    for i, reason in self.forward.blocked.items():
       blocked.setdefault(self.sets.find(i), reason)
+    for i, reason in self.forward.outputs.items():
+      outputs.setdefault(self.sets.find(i), reason)
     result = []
     for indices in clusters.values():
       unit_of = collections.OrderedDict()
-      members, reason = [], None
+      members, reason, output = [], None, None
       for index in indices:
         record, axis, sets = self.members[index]
         roots = [self.sets.find(i) for i in sets]
@@ -321,7 +195,9 @@ class _Walk(object):
         members.append(GroupMember(record.name, record.weight, axis, units))
         for r in roots:
           reason = reason or blocked.get(r)
-      result.append(ChannelGroup(tuple(members), len(unit_of), reason))
+          output = output or outputs.get(r)
+      result.append(ChannelGroup(tuple(members), len(unit_of), reason,
+                                 output))
     return result
 
 
@@ -340,8 +216,8 @@ def find_channel_groups(graph=None, records=None):
   graph = graph or tf.get_default_graph()
   if records is None:
     records = masked_weight_records(graph)
-  walk = _Walk(records)
-  walk.run(graph)
+  walk = _Walk(GraphView(graph), records)
+  walk.run()
   return walk.groups()
 
 

@@ -9,14 +9,15 @@
 `HParams` is a small stand-in for `tf.contrib.training.HParams`, which left with
 contrib: attribute access, `.values()`, and `.parse()` with the old syntax
 (comma-separated `name=value`, lists as `name=[a,b]`, each value typed after the
-default). The checks of types and ranges are `tf1prune.spec.PruningSpec`'s;
-`Pruning` runs them while the graph is built.
+default). The checks of types and ranges are `tf1prune.spec.PruningSpec`'s
+(`tf1prune.spec.validate_hparams`); `Pruning` runs them while the graph is
+built. This module depends on no other module of tf1prune.
 """
 
 import json
 import re
 
-__all__ = ['HParams', 'get_pruning_hparams', 'validate_hparams']
+__all__ = ['HParams', 'get_pruning_hparams']
 
 # name=value or name=[v1,v2,...], each pair ended by a comma or the string's end.
 _PAIR = re.compile(r'\s*(?P<name>[A-Za-z_]\w*)\s*=\s*'
@@ -183,12 +184,3 @@ def get_pruning_hparams():
   return HParams(**dict((n, list(v) if isinstance(v, list) else v)
                         for n, v in _DEFAULTS))
 
-
-def validate_hparams(hp):
-  """Raises ValueError naming the first bad hyperparameter of `hp`.
-
-  The checks live in `tf1prune.spec`: this is
-  `tf1prune.PruningSpec.from_hparams(hp)`, whose result it returns.
-  """
-  from tf1prune import spec  # spec imports this module: import it late.
-  return spec.PruningSpec.from_hparams(hp)

@@ -22,10 +22,13 @@ N:M from `granularity_map`, see `tf1prune.masks`) groups the weight, and
 `select` picks the groups to keep by the threshold method (`threshold_method`,
 `threshold_decay`). Weights with the granularity `coupled_filter` are pruned
 per channel group instead: one computation over all the members of each
-`tf1prune.ChannelGroup` (`tf1prune._coupled_pruning` says which). What each weight gets is read from a
-`tf1prune.PruningSpec`, parsed once from the hparams; the sparsity comes from
-the spec's schedule, or from any `schedule(step) -> sparsity` callable given to
-`Pruning` (see `tf1prune.schedule`).
+`tf1prune.ChannelGroup` (`tf1prune._coupled_pruning` says which). What each
+weight gets, which weights are ranked together and on which steps masks are
+updated is decided by the `tf1prune.plan.PruningPlan` of the hparams (parsed
+once into a `tf1prune.PruningSpec`); `Pruning` executes it as tensors, with
+`tf1prune.plan_ops.compute_masks`, as the Keras `Pruner` does eagerly. The
+sparsity comes from the spec's schedule, or from any `schedule(step) ->
+sparsity` callable given to `Pruning` (see `tf1prune.schedule`).
 """
 
 import collections
@@ -34,10 +37,10 @@ import sys
 import tensorflow.compat.v1 as tf
 
 from tf1prune import _coupled_pruning, locks
+from tf1prune._spec_view import HParamsView, reparse
 from tf1prune.hparams import get_pruning_hparams
-from tf1prune.masks import _global as global_pruning
-from tf1prune.masks import _select as thresholds
 from tf1prune.masking import masked_weight_records
+from tf1prune.plan_ops import MaskUnit, compute_masks
 from tf1prune.spec import PruningSpec
 
 __all__ = ['Pruning']
@@ -46,36 +49,6 @@ __all__ = ['Pruning']
 class _Target(collections.namedtuple('_Target', ['record', 'spec', 'frozen'])):
   """One weight to prune: its `MaskedWeight`, its `WeightSpec`, and `frozen`,
   the bool tensor of its locked mask entries (None when nothing is locked)."""
-
-
-def _selector(spec, old_threshold):
-  """Returns select(scores, sparsity) -> (float32 mask, threshold) for `spec`."""
-  decay = float(spec.threshold_decay)
-
-  def smooth(new):
-    if decay == 0.0:
-      return new
-    # A +inf old threshold (nothing finite kept last time) is not averaged.
-    old = tf.cast(old_threshold, new.dtype)  # the threshold has the weight dtype
-    return tf.where_v2(tf.is_finite(old), decay * old + (1.0 - decay) * new, new)
-
-  def keep(scores, t, strict):
-    # NaN scores rank above everything (see thresholds.py): always kept.
-    scores = tf.cast(scores, tf.float32)
-    above = scores > t if strict else scores >= t
-    return tf.cast(tf.logical_or(above, tf.is_nan(scores)), tf.float32)
-
-  def select(scores, sparsity):
-    if spec.threshold_method == 'histogram':
-      t = smooth(thresholds.histogram_threshold(scores, sparsity, spec.nbins))
-      return keep(scores, t, True), t
-    mask, t = thresholds.magnitude_mask(scores, sparsity)
-    if decay == 0.0:
-      return mask, t
-    t = smooth(t)
-    return keep(scores, t, False), t
-
-  return select
 
 
 def _non_finite_warning(record, step):
@@ -123,10 +96,10 @@ class Pruning(object):
 
   def __init__(self, spec=None, global_step=None, sparsity=None, schedule=None):
     if isinstance(spec, PruningSpec):
-      self._hparams, self._spec = spec.to_hparams(), spec
+      self._hparams, parsed = spec.to_hparams(), spec
     else:
       self._hparams = spec if spec is not None else get_pruning_hparams()
-      self._spec = PruningSpec.from_hparams(self._hparams)
+      parsed = PruningSpec.from_hparams(self._hparams)
     if sparsity is not None and schedule is not None:
       raise ValueError('Pruning takes sparsity= (a tensor) or schedule= (a '
                        'callable), not both; got sparsity=%r and schedule=%r'
@@ -143,16 +116,57 @@ class Pruning(object):
                        'tf.train.get_or_create_global_step()')
     self._global_step = tf.cast(global_step, tf.int64)
     self._external_sparsity = sparsity
-    self._schedule = schedule if schedule is not None else self._spec.schedule
-    with tf.name_scope(self._spec.name):
-      self._sparsity = (sparsity if sparsity is not None
-                        else self._scheduled(self._schedule))
-    with tf.variable_scope(self._spec.name, reuse=tf.AUTO_REUSE):
-      self._last_update_step = tf.get_variable(
-          'last_mask_update_step', [], tf.int32,
-          initializer=tf.zeros_initializer(), trainable=False)
+    self._user_schedule = schedule
+    self._parsed = self._plan = None
     self._update_op = None
     self._conditional_op = None
+    self._derive(parsed)
+
+  def _derive(self, parsed):
+    """Makes the plan, the sparsity tensor and the step variable of `parsed`.
+
+    Called again when `_spec` is set (contrib compatibility): only what
+    changed is built again.
+    """
+    old = self._parsed
+    self._parsed, self._plan = parsed, parsed.plan()
+    if old is None or old.schedule != parsed.schedule or old.name != parsed.name:
+      self._schedule = (self._user_schedule if self._user_schedule is not None
+                        else parsed.schedule)
+      with tf.name_scope(parsed.name):
+        self._sparsity = (self._external_sparsity
+                          if self._external_sparsity is not None
+                          else self._scheduled(self._schedule))
+    if old is None or old.name != parsed.name:
+      with tf.variable_scope(parsed.name, reuse=tf.AUTO_REUSE):
+        self._last_update_step = tf.get_variable(
+            'last_mask_update_step', [], tf.int32,
+            initializer=tf.zeros_initializer(), trainable=False)
+
+  @property
+  def _spec(self):
+    """The hparams as contrib's `Pruning._spec` (read and set; see below).
+
+    contrib code reads and sets hparams here before building the update ops
+    (`p._spec.threshold_decay = 0.0`). A set is checked like a parse and the
+    spec parsed again; after `mask_update_op()` or
+    `conditional_mask_update_op()` it raises. Other attributes are the
+    `PruningSpec`'s.
+    """
+    return HParamsView(lambda: self._parsed, self._set_hparam)
+
+  def _set_hparam(self, name, value):
+    built = self._update_op is not None or self._conditional_op is not None
+    if built:
+      raise ValueError(
+          'Pruning._spec.%s = %r comes too late: the mask update ops are '
+          'built already and use %s=%r; set hparams before calling '
+          'mask_update_op() or conditional_mask_update_op(), or make a new '
+          'Pruning' % (name, value, name, self._parsed.values().get(name)))
+    parsed = reparse(self._parsed, name, value)
+    if hasattr(self._hparams, name):
+      setattr(self._hparams, name, value)   # contrib's _spec is the hparams
+    self._derive(parsed)
 
   @property
   def spec(self):
@@ -162,7 +176,12 @@ class Pruning(object):
   @property
   def pruning_spec(self):
     """The `PruningSpec` parsed from the hparams."""
-    return self._spec
+    return self._parsed
+
+  @property
+  def plan(self):
+    """The `tf1prune.plan.PruningPlan` of the spec, which this executes."""
+    return self._plan
 
   @property
   def schedule(self):
@@ -194,16 +213,10 @@ class Pruning(object):
     return value
 
   def _sparsity_for(self, weight):
-    """The sparsity tensor of `weight` (a `WeightSpec`)."""
-    target = weight.target_sparsity
-    if target is None:
-      return self._sparsity
-    if (self._external_sparsity is None and
-        hasattr(self._schedule, 'with_target')):
-      return self._scheduled(self._schedule.with_target(target))
-    global_target = self._spec.target_sparsity
-    scale = target / global_target if global_target else 0.0
-    return tf.minimum(self._sparsity * scale, 1.0)
+    """The sparsity tensor of `weight` (a `WeightSpec`): the plan's rule."""
+    return self._plan.sparsity_of(
+        weight.target_sparsity, self._sparsity, self.schedule,
+        self._scheduled, tf.minimum)
 
   def _prunable(self):
     """Returns (plain `_Target`s, `CoupledTargets`) of the pruned weights."""
@@ -211,15 +224,28 @@ class Pruning(object):
     # Mask entries under a lock keep their value (tf1prune.locks).
     frozen = locks.frozen_mask_regions(records)
     names = [r.name for r in records]
-    for hparam, unmatched in self._spec.unmatched(
-        names, [r.mask.op.name for r in records]):
-      tf.logging.warning('%s entries %s match no masked weight (%s)', hparam,
-                         unmatched, ', '.join(names))
-    targets = [_Target(r, self._spec.weight(r.name, r.mask), frozen.get(r.name))
-               for r in records]
-    targets = [t for t in targets if t.spec.pruned]
     graph = records[0].mask.graph if records else None
-    return _coupled_pruning.plan_coupled(targets, records, graph)
+    for hparam, unmatched in self._plan.unmatched(
+        names, [r.mask.op.name for r in records]):
+      _coupled_pruning.warn_once(
+          graph, '%s entries %s match no masked weight (%s)%s', hparam,
+          unmatched, ', '.join(names), _coupled_pruning.case_hint(
+              unmatched, names))
+    targets = [_Target(r, self._plan.weight(r.name, r.mask.op.name, r.mask),
+                       frozen.get(r.name)) for r in records]
+    targets = [t for t in targets if t.spec.pruned]
+    return _coupled_pruning.plan_coupled(targets, records, graph,
+                                         self._parsed.granularity_map)
+
+  def shrink_preview(self, sess, output_node_names, objective='flops'):
+    """The `ShrinkReport` the exported, shrunk graph will have, from `sess`.
+
+    `tf1prune.shrink_preview` (FLOPs, parameters and stops with the current
+    masks), equal to what `strip_pruning_vars --shrink` reports for a
+    checkpoint of `sess`.
+    """
+    from tf1prune import preview  # pylint: disable=g-import-not-at-top
+    return preview.shrink_preview(sess, output_node_names, objective)
 
   def coupled_groups(self):
     """Returns the channel groups pruned as units (`coupled_filter`).
@@ -238,68 +264,30 @@ class Pruning(object):
         [m.units for m in item.group.members], item.group.num_units,
         _coupled_pruning.locked_units(item))
 
-  def _group_masks(self, targets, coupled):
-    """Returns {weight name: (mask, threshold)} of the global pruning groups."""
-    members = collections.OrderedDict(
-        (pattern, []) for pattern in self._spec.global_pruning_groups.patterns)
-    for target in targets:
-      if target.spec.group is not None:
-        members[target.spec.group].append(
-            ([target.record.name], target.record.weight,
-             target.spec.granularity, target.record.threshold))
-    for item in coupled:
-      if item.spec.group is not None:
-        members[item.spec.group].append(
-            ([t.record.name for t in item.targets],
-             [t.record.weight for t in item.targets], self._units(item),
-             item.targets[0].record.threshold))
-    results = {}
-    for pattern, group in members.items():
-      if not group:
+  def _masks(self, plain, coupled):
+    """Returns {weight name: (mask, threshold)}: the plan's masks as tensors."""
+    units = [MaskUnit([t.record.name], t.record.weight, t.record.threshold,
+                      t.spec) for t in plain]
+    units += [MaskUnit([t.record.name for t in item.targets],
+                       [t.record.weight for t in item.targets],
+                       item.targets[0].record.threshold, item.spec,
+                       self._units(item)) for item in coupled]
+    groups = self._plan.global_groups(units, lambda u: u.spec.group)
+    for pattern, members in groups.items():
+      if not members:
         tf.logging.warning('global_pruning_groups entry %r matches no prunable '
                            'weight', pattern)
-        continue
-      with tf.name_scope('global_pruning'):
-        masks = global_pruning.global_masks(
-            [(weight, granularity) for _, weight, granularity, _ in group],
-            self._sparsity, _selector(self._spec, group[0][3]))
-      for (names, weight, _, _), (mask, threshold) in zip(group, masks):
-        if isinstance(weight, list):
-          results.update((n, (m, threshold)) for n, m in zip(names, mask))
-        else:
-          results[names[0]] = (mask, threshold)
-    return results
-
-  def _coupled_masks(self, coupled, results):
-    """Adds (mask, threshold) of the coupled groups ranked alone to `results`."""
-    for item in coupled:
-      if item.spec.group is not None:
-        continue
-      first = item.targets[0].record
-      with tf.name_scope(first.name + '_coupled_pruning_ops'):
-        masks, threshold = self._units(item).compute_mask(
-            [t.record.weight for t in item.targets],
-            self._sparsity_for(item.spec),
-            _selector(self._spec, first.threshold))
-      results.update((t.record.name, (m, threshold))
-                     for t, m in zip(item.targets, masks))
+    return compute_masks(self._plan, units, self._sparsity, self._sparsity_for)
 
   def _mask_assign_ops(self, prunable):
     """Returns the assign ops of the masks and thresholds of `prunable`."""
     plain, coupled = prunable
+    masks = self._masks(plain, coupled)
     ops = []
-    grouped = self._group_masks(plain, coupled)
-    self._coupled_masks(coupled, grouped)
-    targets = plain + [t for item in coupled for t in item.targets]
-    for target in targets:
+    for target in plain + [t for item in coupled for t in item.targets]:
       record = target.record
-      with tf.name_scope(record.name + '_pruning_ops'):
-        if record.name in grouped:
-          mask, threshold = grouped[record.name]
-        else:
-          select = _selector(self._spec, record.threshold)
-          mask, threshold = target.spec.granularity.compute_mask(
-              record.weight, self._sparsity_for(target.spec), select)
+      mask, threshold = masks[record.name]
+      with tf.name_scope(record.name + '_mask_assign'):
         ops.append(_non_finite_warning(record, self._global_step))
         ops.append(tf.assign(record.threshold, tf.cast(
             threshold, record.threshold.dtype.base_dtype)))
@@ -310,7 +298,7 @@ class Pruning(object):
     return ops
 
   def _build_update(self, targets):
-    with tf.name_scope(self._spec.name):
+    with tf.name_scope(self._parsed.name):
       assigns = self._mask_assign_ops(targets)
       with tf.control_dependencies(assigns):
         step = tf.assign(self._last_update_step,
@@ -328,31 +316,26 @@ class Pruning(object):
   def conditional_mask_update_op(self):
     """Returns an op that updates the masks only on pruning steps (built once).
 
-    A pruning step: `begin_pruning_step <= step`, (`step <= end_pruning_step`
-    or `end_pruning_step == -1`) and
+    A pruning step (`PruningPlan.is_pruning_step`): `begin_pruning_step <=
+    step`, (`step <= end_pruning_step` or `end_pruning_step == -1`) and
     `last_mask_update_step + pruning_frequency <= step`. On other steps the op
     evaluates that predicate and nothing else.
     """
     if self._conditional_op is None:
-      spec = self._spec
       # Read outside the cond: under TF2 its branches are separate graphs.
       targets = self._prunable()
-      with tf.name_scope(spec.name + '_conditional'):
-        step = self._global_step
-        in_range = tf.logical_and(
-            step >= spec.begin_pruning_step,
-            tf.logical_or(step <= spec.end_pruning_step,
-                          spec.end_pruning_step < 0))
-        due = (tf.cast(self._last_update_step, tf.int64) +
-               spec.pruning_frequency) <= step
+      with tf.name_scope(self._parsed.name + '_conditional'):
+        due = self._plan.is_pruning_step(
+            self._global_step, tf.cast(self._last_update_step, tf.int64),
+            tf.logical_and, tf.logical_or)
         self._conditional_op = tf.cond(
-            tf.logical_and(in_range, due), lambda: self._build_update(targets),
-            tf.no_op, name='conditional_mask_update')
+            due, lambda: self._build_update(targets), tf.no_op,
+            name='conditional_mask_update')
     return self._conditional_op
 
   def add_pruning_summaries(self):
     """Adds scalar summaries of the schedule, the masks and the thresholds."""
-    with tf.name_scope(self._spec.name + '_summaries'):
+    with tf.name_scope(self._parsed.name + '_summaries'):
       tf.summary.scalar('sparsity', self._sparsity)
       tf.summary.scalar('last_mask_update_step', self._last_update_step)
       for record in masked_weight_records():
@@ -364,4 +347,4 @@ class Pruning(object):
   def print_hparams(self):
     """Logs every hyperparameter of the spec at INFO level."""
     tf.logging.info('Pruning hyperparameters:\n%s', '\n'.join(
-        '  %s = %r' % item for item in sorted(self._spec.values().items())))
+        '  %s = %r' % item for item in sorted(self._parsed.values().items())))

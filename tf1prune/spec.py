@@ -14,11 +14,12 @@
 the regex lists (`do_not_prune`, `weight_sparsity_map`, `block_dims_map`,
 `granularity_map`, `global_pruning_groups`) and builds the schedule
 (`tf1prune.schedule.PolynomialDecaySparsity`). The result is immutable and
-holds no tensors. `spec.weight(name)` answers, per weight: is it pruned, its
+holds no tensors. `spec.plan()` is its `tf1prune.plan.PruningPlan`, which
+decides per weight (`spec.weight(name)` is `plan.weight`): is it pruned, its
 own target sparsity (None: the global schedule's), its granularity object
 (`tf1prune.masks`) and its global pruning group. A weight matched twice by one
-list, or given conflicting settings, is refused there. `Pruning` does this
-while the graph is built; nothing else reads the hparams.
+list, or given conflicting settings, is refused there. `Pruning` and the Keras
+`Pruner` parse the hparams once; nothing else reads them.
 """
 
 import collections
@@ -27,9 +28,10 @@ import re
 
 from tf1prune.hparams import _DEFAULTS, HParams, get_pruning_hparams
 from tf1prune.masks._coupled import REDUCTIONS, CoupledFilter
-from tf1prune.masks._granularity import Block, Element
+from tf1prune.masks._granularity import Element
 from tf1prune.masks._structured import (IMPORTANCES, NM, ChannelBlock, Filter,
                                         InputChannel, Kernel)
+from tf1prune.plan import PruningPlan, WeightSpec
 from tf1prune.regex_maps import RegexList, RegexMap
 from tf1prune.schedule import PolynomialDecaySparsity
 
@@ -220,23 +222,6 @@ def _check_ranges(hp):
 # ---------------------------------------------------------------- the spec
 
 
-class WeightSpec(collections.namedtuple(
-    'WeightSpec', ['name', 'pruned', 'target_sparsity', 'granularity',
-                   'group'])):
-  """What the spec says about one weight.
-
-  Attributes:
-    name: the weight's op name.
-    pruned: False if `do_not_prune` names it (then the rest is None).
-    target_sparsity: its `weight_sparsity_map` target, or None for the global
-      schedule's.
-    granularity: its granularity object (`tf1prune.masks`): from
-      `granularity_map`, else a `Block` from `block_dims_map` or
-      `block_height` x `block_width`, else `Element()`.
-    group: the `global_pruning_groups` pattern it is ranked in, or None.
-  """
-
-
 _Spec = collections.namedtuple('PruningSpec', [
     'name', 'begin_pruning_step', 'end_pruning_step', 'pruning_frequency',
     'schedule', 'threshold_method', 'threshold_decay', 'nbins',
@@ -315,57 +300,26 @@ class PruningSpec(_Spec):
     """Returns a new `HParams` holding the values this spec was parsed from."""
     return HParams(**self.values())
 
-  def is_pruned(self, name, mask_name=None):
-    """False if a `do_not_prune` regex matches `name` or `mask_name`.
+  def plan(self):
+    """Returns the `tf1prune.plan.PruningPlan` of this spec."""
+    return PruningPlan(self)
 
-    contrib matched `do_not_prune` against the mask's name, tf1prune against
-    either name.
-    """
-    return not self.do_not_prune.matches(name, mask_name)
+  # The per-weight answers are the plan's (tf1prune.plan).
+
+  def is_pruned(self, name, mask_name=None):
+    """`PruningPlan.is_pruned`: False if `do_not_prune` matches a name."""
+    return self.plan().is_pruned(name, mask_name)
 
   def group(self, name):
-    """Returns the `global_pruning_groups` pattern matching `name`, or None.
-
-    Raises:
-      ValueError: two groups match, or `name` is also in
-        `weight_sparsity_map` (a group has one sparsity).
-    """
-    hits = self.global_pruning_groups.matches(name)
-    if len(hits) > 1:
-      raise ValueError('weight %s matches several global_pruning_groups: %s; '
-                       'make them exclusive' % (name, ', '.join(hits)))
-    if hits and self.weight_sparsity_map.lookup(name) is not None:
-      raise ValueError('weight %s is in global_pruning_groups (%s) and in '
-                       'weight_sparsity_map; a group has one sparsity, '
-                       'remove it from one of them' % (name, hits[0]))
-    return hits[0] if hits else None
+    """`PruningPlan.group`: the `global_pruning_groups` pattern, or None."""
+    return self.plan().group(name)
 
   def granularity(self, name, previous_mask=None):
-    """Returns the granularity object of weight `name`.
-
-    Args:
-      name: the weight's op name.
-      previous_mask: its mask variable; frozen N:M (`2of4_frozen`) reads it.
-
-    Raises:
-      ValueError: `name` is in both `granularity_map` and `block_dims_map`,
-        or is frozen N:M and `previous_mask` is None.
-    """
-    structured = self.granularity_map.lookup(name)
-    if structured is not None:
-      if self.block_dims_map.lookup(name) is not None:
-        raise ValueError('weight %s is in both granularity_map and '
-                         'block_dims_map; keep it in one of them' % name)
-      return structured.build(self.group_importance, previous_mask,
-                              self.channel_groups)
-    height, width, pooling = self.block
-    dims = self.block_dims_map.lookup(name, (height, width))
-    if tuple(dims) == (1, 1):
-      return Element()
-    return Block(dims[0], dims[1], pooling)
+    """`PruningPlan.granularity`: the granularity object of weight `name`."""
+    return self.plan().granularity(name, previous_mask)
 
   def weight(self, name, mask=None):
-    """Returns the `WeightSpec` of weight `name`.
+    """Returns the `WeightSpec` of weight `name` (`PruningPlan.weight`).
 
     Args:
       name: the weight's op name.
@@ -375,23 +329,12 @@ class PruningSpec(_Spec):
     Raises:
       ValueError: a list matches `name` twice, or its settings conflict.
     """
-    if not self.is_pruned(name, None if mask is None else mask.op.name):
-      return WeightSpec(name, False, None, None, None)
-    target = self.weight_sparsity_map.lookup(name)
-    group = self.group(name)
-    return WeightSpec(name, True, target, self.granularity(name, mask), group)
+    return self.plan().weight(name, None if mask is None else mask.op.name,
+                              mask)
 
   def unmatched(self, names, mask_names=()):
-    """Returns [(hparam, patterns)] of the entries that match no weight.
-
-    `do_not_prune` entries may match `names` or `mask_names`.
-    """
-    found = [(hparam, getattr(self, hparam).unmatched(names))
-             for hparam in ('weight_sparsity_map', 'block_dims_map',
-                            'granularity_map')]
-    found.append(('do_not_prune', self.do_not_prune.unmatched(
-        list(names) + list(mask_names))))
-    return [(hparam, patterns) for hparam, patterns in found if patterns]
+    """`PruningPlan.unmatched`: [(hparam, patterns)] matching no weight."""
+    return self.plan().unmatched(names, mask_names)
 
 
 def validate_hparams(hparams):

@@ -14,7 +14,7 @@ What it writes is `tf1prune.export.prune_checkpoint`'s: see its docstring.
 import sys
 
 from tf1prune.cli._common import Parser, UsageError, fail, quiet_tensorflow
-from tf1prune.export._checkpoint_prune import (CheckpointPruneError,
+from tf1prune.export.checkpoint_prune import (CheckpointPruneError,
                                                parse_sparsity_map, parse_zero,
                                                prune_checkpoint)
 
@@ -38,6 +38,9 @@ def _parser():
                       help="regex[index] entries to zero (and lock, if the graph "
                       "locks that weight), e.g. 'conv2/weights[:, :, 29, 13]'; "
                       "repeatable")
+  parser.add_argument('--quiet', action='store_true',
+                      help='no progress line on the terminal (there is one '
+                      'only when stderr is a terminal)')
   return parser
 
 
@@ -51,10 +54,16 @@ def main(argv=None):
     return fail(PROG, e, status=2)
   quiet_tensorflow()
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  from tf1prune.export.progress import terminal_progress  # pylint: disable=g-import-not-at-top
+  progress = terminal_progress(PROG, quiet=args.quiet)
   try:
-    result = prune_checkpoint(args.checkpoint, args.output_dir, sparsity, zero)
+    result = prune_checkpoint(args.checkpoint, args.output_dir, sparsity, zero,
+                              progress=progress)
   except (CheckpointPruneError, OSError, tf.errors.OpError) as e:
     return fail(PROG, str(e).splitlines()[0] if str(e) else type(e).__name__)
+  finally:
+    if progress is not None:
+      progress.close()
   for entry in result['weights']:
     sys.stdout.write('%s %s: zeros %.4f -> %.4f%s%s\n' % (
         entry['name'], entry['shape'], entry['zeros_before'],

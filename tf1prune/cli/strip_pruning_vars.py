@@ -13,8 +13,12 @@ Flags: `--checkpoint_dir` (alias `--checkpoint_path`), `--output_node_names`
 missing), `--filename` (default `pruning_stripped.pb`; joined to
 `--output_dir` as contrib did, so it may hold a directory or be absolute),
 `--report_json PATH`,
-`--allow_no_masks`, `--shrink` (also remove the output channels whose filters
-are entirely zero, `tf1prune.shrink`), `--tflite PATH` (TF 2.x: also write a
+`--allow_no_masks`, `--allow_training_ops` (freeze a graph in training mode:
+batch statistics, dropout; refused otherwise), `--quiet` (no progress line;
+there is one only when stderr is a terminal), `--shrink` (also remove the output channels whose filters
+are entirely zero, `tf1prune.shrink`; `--shrink_objective=flops|params`: what
+its cost rule for channels that padding makes vary minimizes, default flops),
+`--tflite PATH` (TF 2.x: also write a
 TFLite model, sparse-encoded when that is smaller). Prints the per-layer
 sparsity table of the written graph (with `--shrink` the parameters and FLOPs
 per layer, with `--tflite` its size and max diff against the .pb).
@@ -26,10 +30,9 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 
 from tf1prune.cli._common import Parser, fail, parse, quiet_tensorflow, usage_error
-from tf1prune.export._names import output_names
+from tf1prune.export.names import output_names
 
 __all__ = ['main', 'parse_args']
 
@@ -55,7 +58,8 @@ def parse_args(argv):
 
   Returns:
     An `argparse.Namespace` with checkpoint_dir, output_node_names (list of
-    str), output_dir, filename, report_json, allow_no_masks.
+    str), output_dir, filename, report_json, allow_no_masks,
+    allow_training_ops, quiet, shrink, tflite.
   """
   parser = Parser(
       prog=PROG,
@@ -79,10 +83,22 @@ def parse_args(argv):
   parser.add_argument('--allow_no_masks', nargs='?', const=True,
                       default=False, type=_bool,
                       help='freeze even if the outputs use no masked weight')
+  parser.add_argument('--allow_training_ops', nargs='?', const=True,
+                      default=False, type=_bool,
+                      help='freeze even if the outputs need training-mode ops '
+                           '(batch norm with is_training=True, dropout)')
+  parser.add_argument('--quiet', nargs='?', const=True, default=False,
+                      type=_bool,
+                      help='no progress line on the terminal')
   parser.add_argument('--shrink', nargs='?', const=True, default=False,
                       type=_bool,
                       help='also remove the output channels whose filters are '
                            'all zero, and the inputs that read them')
+  parser.add_argument('--shrink_objective', default='flops',
+                      choices=('flops', 'params'),
+                      help='with --shrink: what the cost rule minimizes where '
+                           'padding makes removed channels vary (flops: '
+                           'fastest graph, params: smallest)')
   parser.add_argument('--tflite', default=None, metavar='PATH',
                       help='TF 2.x: also write a TFLite model of the .pb to '
                            'PATH (sparse encoding when smaller)')
@@ -109,15 +125,16 @@ def _check_writable(directory, flag):
 
 
 def _write_json(path, data):
-  from tf1prune.export._atomic import write_atomically  # pylint: disable=g-import-not-at-top
+  from tf1prune.export.atomic import write_atomically  # pylint: disable=g-import-not-at-top
   with write_atomically(path) as f:
     f.write((json.dumps(data, indent=2, sort_keys=True) + '\n').encode())
 
 
-def _run(args):
+def _run(args, progress=None):
   """Does the work; returns the report. Raises ValueError on bad input."""
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
-  from tf1prune.export import _strip as strip  # pylint: disable=g-import-not-at-top
+  from tf1prune import export  # pylint: disable=g-import-not-at-top
+  from tf1prune.export import atomic  # pylint: disable=g-import-not-at-top
   tf.disable_eager_execution()
   output_dir = os.path.abspath(args.output_dir or os.curdir)
   created = None
@@ -140,19 +157,22 @@ def _run(args):
                        tf.__version__)
     path = os.path.join(output_dir, args.filename)
     # The .pb is written under a staging name and renamed last, so a failing
-    # report (or shrink) leaves an older file at `path` as it was.
-    fd, staged = tempfile.mkstemp(prefix='.%s.' % args.filename,
-                                  suffix='.staged', dir=output_dir)
-    os.close(fd)
+    # report (or shrink) leaves an older file at `path` as it was; what a
+    # killed run of `path` left is removed first.
+    atomic.remove_stale_staging(path)
+    staged = atomic.staging_path(path, 'staged')
     try:
-      report = strip.strip_checkpoint(args.checkpoint_dir,
+      report = export.strip_checkpoint(args.checkpoint_dir,
                                       args.output_node_names, staged,
-                                      allow_no_masks=args.allow_no_masks)
+                                      allow_no_masks=args.allow_no_masks,
+                                      allow_training_ops=args.allow_training_ops,
+                                      progress=progress)
       report.output_path = path
       report.shrink_report = None
       if args.shrink:
-        from tf1prune.export import _shrink as shrink  # pylint: disable=g-import-not-at-top
-        report.shrink_report = shrink.shrink_pb(staged, args.output_node_names)
+        report.shrink_report = export.shrink_pb(
+            staged, args.output_node_names, objective=args.shrink_objective,
+            progress=progress)
       report.tflite_report = None
       if args.tflite:
         from tf1prune.export import write_tflite  # pylint: disable=g-import-not-at-top
@@ -179,6 +199,11 @@ def _run(args):
 
 
 
+def _close(progress):
+  if progress is not None:
+    progress.close()
+
+
 def main(argv=None):
   """Runs the command; returns the exit status (0 on success).
 
@@ -187,15 +212,21 @@ def main(argv=None):
   """
   args = parse_args(sys.argv[1:] if argv is None else list(argv))
   quiet_tensorflow()
+  from tf1prune.export.progress import terminal_progress  # pylint: disable=g-import-not-at-top
+  progress = terminal_progress(PROG, quiet=args.quiet)
   try:
-    report = _run(args)
+    report = _run(args, progress)
   except KeyboardInterrupt:
+    _close(progress)
     sys.stderr.write('%s: interrupted; nothing written\n' % PROG)
     return 130
   except (ValueError, TypeError, OSError) as e:
+    _close(progress)
     return fail(PROG, e)
   except Exception as e:  # pylint: disable=broad-except
+    _close(progress)
     return fail(PROG, '%s: %s' % (type(e).__name__, e))
+  _close(progress)
   print(report.format_table())
   if report.shrink_report is not None:
     print('\nshrink (channels whose filters are all zero removed):')

@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune.export import _graph_io
+from tf1prune.export import graph_io as _graph_io
 
 _SEED = 7
 
@@ -94,7 +94,8 @@ def _mobilenet(x):
 
   conv1's biases are of both signs: a removed channel that relu6 makes 0
   passes the depthwise as a constant; one that is not 0 is a border map
-  after it, which the shrink keeps (a pattern would cost more)."""
+  after it, which pointwise reads as indicator channels (the input shape is
+  known: one constant, concatenated to the data)."""
   bias = tf.random_uniform_initializer(0.05, 0.3)
   net = tf1prune.masked_conv2d(x, 16, 3, biases_initializer=(
       tf.random_uniform_initializer(-0.3, 0.3)),

@@ -26,8 +26,8 @@ it later, when the returned thunk is called.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export._graph_index import GraphIndex
-from tf1prune.export._names import split_input
+from tf1prune.export.graph_index import GraphIndex
+from tf1prune.export.names import split_input
 
 
 class NoCheckpoint(ValueError):

@@ -26,9 +26,9 @@ import re
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export._graph_index import GraphIndex
+from tf1prune.export.graph_index import GraphIndex
 from tf1prune.export._lazy_graph import tensor_proto
-from tf1prune.export._names import split_input
+from tf1prune.export.names import split_input
 
 _MASKED_WEIGHT = re.compile(r'(^|/)masked_weight(_\d+)?$')
 _MASK = re.compile(r'(^|/)mask(_\d+)?$')

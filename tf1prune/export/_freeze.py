@@ -23,9 +23,9 @@ raises `ValueError`. Devices are cleared.
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export import _resources
+from tf1prune.export import resources as _resources
 from tf1prune.export._lazy_graph import LazyGraph
-from tf1prune.export._names import check_outputs
+from tf1prune.export.names import check_outputs
 
 _VARIABLE_OPS = ('VariableV2', 'Variable', 'VarHandleOp')
 

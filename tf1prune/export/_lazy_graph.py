@@ -25,9 +25,9 @@ import re
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export import _stream
-from tf1prune.export._attrs import attr_functions
-from tf1prune.export._graph_index import GraphIndex
+from tf1prune.export import stream as _stream
+from tf1prune.export.attrs import attr_functions
+from tf1prune.export.graph_index import GraphIndex
 
 _LOC = re.compile(r'^loc:@(.*)$')
 

@@ -21,7 +21,7 @@ import collections
 
 import numpy as np
 
-from tf1prune.export._table import count, ratio, table
+from tf1prune.export.table import count, ratio, table
 
 
 class LayerStats(collections.namedtuple(

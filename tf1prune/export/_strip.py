@@ -32,24 +32,32 @@ outputs and drop default attributes (`_lazy_graph`, `_attrs`) -> `_write`
 (node by node: `_stream`, `_atomic`) -> `StripReport` (`_report`).
 """
 
-from tf1prune.export import _stream
-from tf1prune.export._atomic import write_atomically
-from tf1prune.export._attrs import op_defs, strip_default_attrs
+import tensorflow.compat.v1 as tf
+
+from tf1prune.export import stream as _stream
+from tf1prune.export.atomic import write_atomically
+from tf1prune.export.attrs import op_defs, strip_default_attrs
 from tf1prune.export._checkpoint import Checkpoint
 from tf1prune.export._fold import fold_masks
 from tf1prune.export._freeze import freeze
 from tf1prune.export._lazy_graph import LazyGraph
-from tf1prune.export._names import check_outputs, output_names
+from tf1prune.export.names import check_outputs, output_names
+from tf1prune.export.progress import notify
 from tf1prune.export._report import LayerStats, StripReport
+from tf1prune.export.training_ops import check_inference
 
 
-def graph_def_from_checkpoint(checkpoint_dir, output_node_names):
+def graph_def_from_checkpoint(checkpoint_dir, output_node_names,
+                              allow_training_ops=False):
   """Freezes the latest checkpoint of `checkpoint_dir`.
 
   Args:
     checkpoint_dir: the training directory (with its `checkpoint` file and
       `model.ckpt-N.{index,data,meta}`), or a checkpoint prefix.
     output_node_names: list (or comma-separated str) of the nodes to keep.
+    allow_training_ops: freeze even if the outputs need training-mode ops
+      (batch norm with `is_training=True`, dropout's random ops); otherwise
+      that raises (`tf1prune.export.training_ops`).
 
   Returns:
     A `GraphDef` of what `output_node_names` need, every variable replaced by
@@ -57,12 +65,14 @@ def graph_def_from_checkpoint(checkpoint_dir, output_node_names):
     their op's default left out (so that TF 1.15 loads what TF 2.x made).
 
   Raises:
-    ValueError: no checkpoint or meta graph, an unknown output node, or a
-      node the outputs need that writes a variable.
+    ValueError: no checkpoint or meta graph, an unknown output node, a
+      node the outputs need that writes a variable, or training-mode ops
+      (`TrainingGraphError`, unless `allow_training_ops`).
   """
   outputs = output_names(output_node_names)
   checkpoint = Checkpoint.read(checkpoint_dir)
   lazy = freeze(checkpoint, outputs)
+  check_inference(lazy.graph_def, outputs, allow_training_ops)
   strip_default_attrs(lazy.graph_def, op_defs(lazy.graph_def,
                                                [checkpoint.op_list]))
   return lazy.materialize()
@@ -95,7 +105,8 @@ def strip_pruning_vars_fn(input_graph_def, output_node_names):
 
 
 def strip_checkpoint(checkpoint_dir, output_node_names, output_path,
-                     allow_no_masks=False):
+                     allow_no_masks=False, allow_training_ops=False,
+                     progress=None):
   """Freezes, strips and writes the latest checkpoint of `checkpoint_dir`.
 
   Equivalent to `strip_pruning_vars_fn(graph_def_from_checkpoint(...))`
@@ -110,18 +121,33 @@ def strip_checkpoint(checkpoint_dir, output_node_names, output_path,
       temporary file in that directory, then renamed.
     allow_no_masks: strip even if the outputs depend on no masked weight;
       otherwise that raises.
+    allow_training_ops: strip even if the outputs need training-mode ops
+      (batch norm with `is_training=True`, dropout); otherwise that raises
+      `TrainingGraphError` saying how to export an inference graph.
+    progress: optional `progress(stage, done, total, fraction)` callable
+      (`tf1prune.export.progress`), called as variables are written.
 
   Returns:
     A `StripReport`.
 
   Raises:
     ValueError: no checkpoint or meta graph, an unknown output node, no
-      masked weight (unless `allow_no_masks`), an unwritable output
-      directory, or a graph that cannot be frozen. No file is written then.
+      masked weight (unless `allow_no_masks`), training-mode ops (unless
+      `allow_training_ops`), an unwritable output directory, or a graph that
+      cannot be frozen. No file is written then.
   """
+  return strip_read_checkpoint(Checkpoint.read(checkpoint_dir),
+                               output_node_names, output_path, allow_no_masks,
+                               allow_training_ops, progress)
+
+
+def strip_read_checkpoint(checkpoint, output_node_names, output_path,
+                          allow_no_masks=False, allow_training_ops=False,
+                          progress=None):
+  """`strip_checkpoint` of a `_checkpoint.Checkpoint` (maybe a rebuilt graph)."""
   outputs = output_names(output_node_names)
-  checkpoint = Checkpoint.read(checkpoint_dir)
   lazy = freeze(checkpoint, outputs)
+  check_inference(lazy.graph_def, outputs, allow_training_ops)
   folds = fold_masks(lazy)
   if not folds and not allow_no_masks:
     raise ValueError(
@@ -130,12 +156,22 @@ def strip_checkpoint(checkpoint_dir, output_node_names, output_path,
         'Pass allow_no_masks=True (--allow_no_masks) to freeze it anyway'
         % (checkpoint.prefix, ', '.join(outputs)))
   lazy = _prune(lazy, outputs, [checkpoint.op_list])
-  sizes, dense_sizes, layers = _write(lazy, folds, output_path)
+  sizes, dense_sizes, layers = _write(lazy, folds, output_path, progress,
+                                      _elements(checkpoint, folds))
   return StripReport(
       checkpoint=checkpoint.prefix, output_path=output_path,
       output_nodes=outputs, layers=layers, file_bytes=sizes[0],
       file_bytes_gzip=sizes[1], dense_file_bytes=dense_sizes[0],
       dense_file_bytes_gzip=dense_sizes[1], num_nodes=len(lazy.graph_def.node))
+
+
+def frozen_stripped(checkpoint, output_node_names, allow_training_ops=False):
+  """The frozen GraphDef of a `Checkpoint`, masks folded, in memory."""
+  outputs = output_names(output_node_names)
+  lazy = freeze(checkpoint, outputs)
+  check_inference(lazy.graph_def, outputs, allow_training_ops)
+  fold_masks(lazy)
+  return _prune(lazy, outputs, [checkpoint.op_list]).materialize()
 
 
 def _prune(lazy, outputs, op_lists=()):
@@ -145,7 +181,24 @@ def _prune(lazy, outputs, op_lists=()):
   return lazy
 
 
-def _write(lazy, folds, path):
+def _elements(checkpoint, folds):
+  """{constant: entries} of the frozen variables and folded weights.
+
+  From the variables' shapes in the meta graph: what the progress line's
+  time left is estimated from (the last layers of a net are the biggest).
+  """
+  elements = {}
+  for node in checkpoint.graph_def.node:
+    if 'shape' in node.attr and node.op in ('VariableV2', 'Variable',
+                                            'VarHandleOp'):
+      elements[node.name] = tf.TensorShape(
+          node.attr['shape'].shape).num_elements() or 1
+  for fold in folds:
+    elements[fold.node] = elements.get(fold.weight, 1)
+  return elements
+
+
+def _write(lazy, folds, path, progress=None, elements=None):
   """Streams `lazy` into `path`; returns (file sizes, dense sizes, layers).
 
   Sizes are (raw bytes, gzip bytes). Each constant is read, written and
@@ -156,6 +209,13 @@ def _write(lazy, folds, path):
   fold_by_node = {f.node: f for f in folds}
   out, dense = _stream.ByteCounter(), _stream.ByteCounter()
   layers = []
+  elements = elements or {}
+  deferred = lazy.deferred()
+  total, done = len(deferred), 0
+  work = float(sum(elements.get(name, 1) for name in deferred))
+  worked = 0
+  stage = 'writing variables'
+  notify(progress, stage, 0, total, 0.0)
   with write_atomically(path) as f:
 
     def emit(chunks, to_dense=True):
@@ -169,11 +229,14 @@ def _write(lazy, folds, path):
       if read is None:
         emit([_stream.serialized_node(node)])
         continue
+      done += 1
+      worked += elements.get(node.name, 1)
       fold = fold_by_node.get(node.name)
       if fold is None:
         value = read()
         emit(_stream.const_node_chunks(node, value))
         del value
+        notify(progress, stage, done, total, worked / work)
         continue
       value = fold.read_weight()
       for chunk in _stream.const_node_chunks(node, value):
@@ -183,5 +246,6 @@ def _write(lazy, folds, path):
                                           value))
       emit(_stream.const_node_chunks(node, value), to_dense=False)
       del value
+      notify(progress, stage, done, total, worked / work)
     emit([lazy.tail().SerializeToString(deterministic=True)])
   return out.close(), dense.close(), layers

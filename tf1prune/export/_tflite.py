@@ -31,8 +31,8 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export._atomic import write_atomically
-from tf1prune.export._names import output_names
+from tf1prune.export.atomic import write_atomically
+from tf1prune.export.names import output_names
 
 
 class TFLiteReport(collections.namedtuple('TFLiteReport', [

@@ -11,7 +11,9 @@
 Works with Keras 3 (the `keras` package, TensorFlow backend) and tf_keras
 (Keras 2; TensorFlow's `tf.keras` is tf_keras when `TF_USE_LEGACY_KERAS=1`):
 each function looks at the model it gets. Importing `tf1prune` never imports
-this package or Keras; on TensorFlow 1.x importing it raises ImportError.
+this package or Keras; importing this package imports the Keras `tf.keras`
+stands for and registers tf1prune's pin class with it, so locked models
+load with `load_model`. On TensorFlow 1.x importing it raises ImportError.
 docs/keras.md has the guide.
 """
 
@@ -26,7 +28,21 @@ from tf1prune.keras._export import (export_frozen_pb, export_saved_model,  # noq
 from tf1prune.keras._locks import apply_pins, lock, locked_entries, unlock  # noqa: E402
 from tf1prune.keras._lottery import LotteryTicket, round_sparsity  # noqa: E402
 from tf1prune.keras._pruning import Pruner, PruningCallback  # noqa: E402
+from tf1prune.keras._shrink import shrink_model  # noqa: E402
+from tf1prune.keras import _pin as _pin_module, _version as _version_module  # noqa: E402,I100
+
+
+def _register_default_keras():
+  """Pins load with `load_model` of the Keras `tf.keras` stands for."""
+  try:
+    _pin_module.register(_version_module.default_keras())
+  except (ImportError, ValueError):
+    pass   # no supported Keras installed: each function says so when called
+
+
+_register_default_keras()
 
 __all__ = ['LotteryTicket', 'Pruner', 'PruningCallback', 'apply_pins',
            'export_frozen_pb', 'export_saved_model', 'lock', 'locked_entries',
-           'round_sparsity', 'strip_model', 'strip_report', 'unlock']
+           'round_sparsity', 'shrink_model', 'strip_model', 'strip_report',
+           'unlock']

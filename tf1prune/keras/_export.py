@@ -12,8 +12,8 @@ removed from its layers' configs (a constraint the weight had before stays)
 and the pinned values (`where(locked, values, where(mask, w, 0))`) as its
 weights: a plain Keras model that saves and loads without tf1prune.
 `export_saved_model(model, path)` writes that model as a TensorFlow
-SavedModel (Keras 3: `model.export`, serving endpoint `serve`; tf_keras:
-`tf.saved_model.save`, signature `serving_default`); `export_frozen_pb(
+SavedModel (Keras 3: `model.export`, serving endpoint `serve`; Keras 2 and
+tf_keras: `tf.saved_model.save`, signature `serving_default`); `export_frozen_pb(
 model, path)` a frozen GraphDef (variables as constants, one `Placeholder`
 input, the output's node name in the report) that loads with
 `tf.compat.v1.import_graph_def`, also under TF 1.15. Both return a
@@ -27,8 +27,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tf1prune.export import _resources as resources
-from tf1prune.export._report import LayerStats, StripReport
+from tf1prune.export import resources
+from tf1prune.export import LayerStats, StripReport
 from tf1prune.keras import _pin, _version
 
 __all__ = ['export_frozen_pb', 'export_saved_model', 'strip_model',
@@ -45,8 +45,13 @@ def _unpinned_config(layer, keras):
   return config
 
 
-def strip_model(model):
+def strip_model(model, shrink=False):
   """Returns a plain copy of `model` with masks and locks folded in.
+
+  Args:
+    model: a Sequential or functional Keras model.
+    shrink: also remove the channels whose filters are all zero
+      (`shrink_model`; its report is dropped).
 
   Raises:
     ValueError: `model` is a subclassed model (`clone_model` needs a
@@ -71,6 +76,9 @@ def strip_model(model):
     pin = pinned.get(id(variable))
     values.append(pin.fold(value) if pin is not None else value)
   plain.set_weights(values)
+  if shrink:
+    from tf1prune.keras._shrink import shrink_plain
+    return shrink_plain(plain)[0]
   return plain
 
 
@@ -100,7 +108,7 @@ def export_saved_model(model, path):
   """Writes `strip_model(model)` as a SavedModel at `path`; returns the report."""
   keras = _version.keras_of(model)
   plain = strip_model(model)
-  if keras.__name__ == 'keras':
+  if _version.is_keras3(keras):
     plain.export(path, format='tf_saved_model', verbose=False)
   else:
     specs = _input_specs(plain)

@@ -27,8 +27,9 @@ import numbers
 import numpy as np
 
 from tf1prune.keras import _pin
+from tf1prune.locks import index_mask
 
-__all__ = ['apply_pins', 'lock', 'locked_entries', 'selection', 'unlock']
+__all__ = ['apply_pins', 'lock', 'locked_entries', 'unlock']
 
 
 def resolve_layer(model, layer):
@@ -40,35 +41,6 @@ def resolve_layer(model, layer):
       raise ValueError('model %r has no layer named %r; its layers are %s'
                        % (model.name, layer, [l.name for l in model.layers]))
   return layer
-
-
-def selection(shape, index, mask, what):
-  """Bool ndarray of `shape`: True at `index` and where `mask` (the union).
-
-  Raises:
-    ValueError: neither given, `index` out of range, `mask` of another shape.
-  """
-  shape = tuple(int(d) for d in shape)
-  if index is None and mask is None:
-    raise ValueError('%s needs index= (a NumPy index such as np.s_[:, 0], or '
-                     '... for every entry) or mask= (a bool array of shape %s); '
-                     'got neither' % (what, list(shape)))
-  selected = np.zeros(shape, bool)
-  if index is not None:
-    try:
-      selected[index] = True
-    except (IndexError, TypeError, ValueError) as e:
-      raise ValueError('index %r does not fit %s of shape %s (%s); use a NumPy '
-                       'index within the shape, such as np.s_[:, 0]'
-                       % (index, what, list(shape), e))
-  if mask is not None:
-    array = np.asarray(mask)
-    if array.dtype != bool or array.shape != shape:
-      raise ValueError('mask for %s must be a bool array of shape %s, got dtype '
-                       '%s and shape %s' % (what, list(shape), array.dtype,
-                                           list(array.shape)))
-    selected |= array
-  return selected
 
 
 def _values(value, current, what, index=None):
@@ -126,7 +98,7 @@ def lock(model, layer, weight='kernel', index=None, mask=None, value='current'):
   layer = resolve_layer(model, layer)
   variable = _pin.weight_of(layer, weight)
   what = 'weight %s/%s' % (layer.name, weight)
-  selected = selection(variable.shape, index, mask, what)
+  selected = index_mask(variable.shape, index, mask, what)
   values = _values(value, variable.numpy(), what, index)
   pin = _pin.pin_of(layer, weight, model)
   pin.add_lock(selected, values)
@@ -138,8 +110,8 @@ def unlock(model, layer, weight='kernel', index=None, mask=None):
   """Releases locked entries (all of them with `index=...`); they train again."""
   layer = resolve_layer(model, layer)
   variable = _pin.weight_of(layer, weight)
-  selected = selection(variable.shape, index, mask,
-                       'weight %s/%s' % (layer.name, weight))
+  selected = index_mask(variable.shape, index, mask,
+                        'weight %s/%s' % (layer.name, weight))
   _pin.pin_of(layer, weight, model).remove_locks(selected)
 
 

@@ -42,6 +42,17 @@ def _optimizer_variables(optimizer):
   return list(variables() if callable(variables) else variables)
 
 
+def _build_optimizer(optimizer, variables):
+  """Creates the optimizer's slot variables (moments, accumulators) now."""
+  if hasattr(optimizer, 'build'):
+    optimizer.build(variables)
+  else:
+    # Keras 2's OptimizerV2 (the default optimizers before Keras 2.11, the
+    # `legacy` ones after) has no public build; this is what its
+    # apply_gradients calls first.
+    optimizer._create_all_weights(variables)  # pylint: disable=protected-access
+
+
 class LotteryTicket(object):
   """Snapshots of a Keras model's weights and optimizer, and the workflow.
 
@@ -110,7 +121,7 @@ class LotteryTicket(object):
     if optimizer is not None:
       if not getattr(optimizer, 'built', True) or not _optimizer_variables(
           optimizer)[1:]:
-        optimizer.build(self.model.trainable_variables)
+        _build_optimizer(optimizer, self.model.trainable_variables)
       _pin.hook_optimizer(optimizer, self.model)
       self._optimizer_state = (optimizer, [
           np.array(v) for v in _optimizer_variables(optimizer)])

@@ -24,11 +24,22 @@ A constraint the weight had before is kept and applied first.
 
 The optimizers' EMA (`use_ema=True`) overwrites the weights with their moving
 average in `finalize_variable_values` at the end of `fit`, after the last
-constraint: `hook_optimizer` wraps that method of an optimizer instance so
-the pins are applied again after it.
+constraint (the average is of the values before the constraint, so it drifts
+on locked entries): when a Keras gets its Pin class, its base optimizer
+classes get that method wrapped so that it applies the pins of the variables
+it finalized again (`hook_optimizer_class`). This holds for a model loaded
+from a file too, whose pins no tf1prune function has seen.
+
+Importing this module registers Pin (`'tf1prune>Pin'`) with each supported
+Keras already imported; `import tf1prune.keras` does so with the Keras
+`tf.keras` stands for. Keras 3 imports this module itself when it loads a
+locked model; Keras 2 and tf_keras need `import tf1prune.keras` before
+`load_model`.
 """
 
 import base64
+import importlib
+import sys
 import weakref
 
 import numpy as np
@@ -103,7 +114,6 @@ def _pin_class(keras):
       self.dtype = tf.as_dtype(dtype)
       self.inner = inner
       self._owners = []
-      self._models = []
       np_dtype = self.dtype.as_numpy_dtype
       with tf.init_scope():
         self._mask = tf.Variable(
@@ -117,10 +127,6 @@ def _pin_class(keras):
             trainable=False, dtype=self.dtype, name='tf1prune_values')
 
     def __call__(self, w):
-      for ref in self._models:
-        model = ref()
-        if model is not None:
-          hook_optimizer(getattr(model, 'optimizer', None), model)
       if self.inner is not None:
         w = self.inner(w)
       w = tf.convert_to_tensor(w)
@@ -163,9 +169,7 @@ def _pin_class(keras):
         self._owners.append((weakref.ref(layer), variable))
 
     def attach_model(self, model):
-      if model is not None and not any(r() is model for r in self._models):
-        self._models.append(weakref.ref(model))
-      hook_optimizer(getattr(model, 'optimizer', None), model)
+      hook_optimizer(getattr(model, 'optimizer', None))
 
     def apply(self):
       """Writes the pinned value into every variable this pin is set on."""
@@ -190,9 +194,26 @@ def _pin_class(keras):
                  inner=keras.constraints.get(inner) if inner else None)
 
   Pin.__name__ = Pin.__qualname__ = 'Pin'
-  Pin = keras.saving.register_keras_serializable('tf1prune', 'Pin')(Pin)
+  Pin = _register(keras)(Pin)
+  if not _version.is_keras3(keras):
+    # Keras 2 reads `.h5` configs by the bare class_name: register 'Pin'
+    # too, unless another class has that name already.
+    keras.utils.get_custom_objects().setdefault('Pin', Pin)
   _CLASSES[keras.__name__] = Pin
+  _hook_optimizer_classes(keras)
   return Pin
+
+
+def _register(keras):
+  """`register_keras_serializable('tf1prune', 'Pin')` of that Keras."""
+  for owner in (getattr(keras, 'saving', None), keras.utils):
+    register = getattr(owner, 'register_keras_serializable', None)
+    if register is not None:
+      return register('tf1prune', 'Pin')
+  # Keras 2.10: exported only as tf.keras.utils, defined here.
+  generic_utils = importlib.import_module(keras.__name__ +
+                                          '.utils.generic_utils')
+  return generic_utils.register_keras_serializable('tf1prune', 'Pin')
 
 
 def is_pin(obj):
@@ -200,10 +221,24 @@ def is_pin(obj):
 
 
 def _set_variable_constraint(variable, pin):
+  """Sets `pin` as the constraint that optimizers read from `variable`."""
   try:
     variable.constraint = pin          # Keras 3 variables have a setter.
+    return
   except AttributeError:
-    variable._constraint = pin         # tf.Variable (tf_keras): no setter.
+    pass
+  # Keras 2 / tf_keras: a tf.Variable (no setter), maybe wrapped by an
+  # AutoCastVariable (mixed precision) around a distributed variable whose
+  # components each answer `.constraint` for themselves.
+  pending = [variable]
+  while pending:
+    current = pending.pop()
+    current._constraint = pin          # pylint: disable=protected-access
+    inner = getattr(current, '_variable', None)
+    if inner is not None:
+      pending.append(inner)
+    for component in getattr(current, '_values', None) or ():
+      pending.append(component)
 
 
 def pin_of(layer, name, model=None):
@@ -268,21 +303,74 @@ def _layers(model):
   return out
 
 
-def hook_optimizer(optimizer, model):
-  """Makes `optimizer.finalize_variable_values` re-apply `model`'s pins."""
-  if optimizer is None or getattr(optimizer, '_tf1prune_hooked', False):
-    return
-  original = optimizer.finalize_variable_values
-  model_ref = weakref.ref(model)
+def _finalize_with_pins(original):
+  """`original` finalize_variable_values, then each pinned variable re-pinned."""
 
-  def finalize_variable_values(var_list):
-    result = original(var_list)
-    target = model_ref()
-    if target is not None:
-      for _, _, variable, pin in pins(target):
+  def finalize_variable_values(self, var_list):
+    result = original(self, var_list)
+    for variable in var_list:
+      pin = getattr(variable, 'constraint', None)
+      if is_pin(pin):
         variable.assign(pin(variable))
     return result
 
-  object.__setattr__(optimizer, 'finalize_variable_values',
-                     finalize_variable_values)
-  object.__setattr__(optimizer, '_tf1prune_hooked', True)
+  finalize_variable_values._tf1prune_pins = True
+  return finalize_variable_values
+
+
+def hook_optimizer_class(cls):
+  """Makes `cls.finalize_variable_values` re-apply the pins of its var_list.
+
+  The method is wrapped where the class hierarchy defines it, once; an
+  optimizer class without it (Keras 2's OptimizerV2: no EMA) is left alone.
+  Only variables whose constraint is a pin are touched.
+  """
+  for owner in getattr(cls, '__mro__', ()):
+    method = owner.__dict__.get('finalize_variable_values')
+    if method is None:
+      continue
+    if not getattr(method, '_tf1prune_pins', False):
+      setattr(owner, 'finalize_variable_values', _finalize_with_pins(method))
+    return
+
+
+def hook_optimizer(optimizer, model=None):
+  """Hooks the class of `optimizer` (see `hook_optimizer_class`); None: no-op."""
+  del model  # the hook re-pins the var_list it is given
+  if optimizer is not None:
+    hook_optimizer_class(type(optimizer))
+
+
+def _hook_optimizer_classes(keras):
+  """Hooks the base optimizer classes of `keras` (a model loaded from a file
+  trains with them before any tf1prune function sees it)."""
+  optimizers = keras.optimizers
+  for owner in (optimizers, getattr(optimizers, 'experimental', None)):
+    cls = getattr(owner, 'Optimizer', None)
+    if isinstance(cls, type):
+      hook_optimizer_class(cls)
+
+
+def register(keras):
+  """Registers the Pin class with `keras` and hooks its optimizers; the class."""
+  return _pin_class(keras)
+
+
+def register_imported():
+  """Registers Pin with every supported Keras already imported (no import).
+
+  Runs when this module is imported: Keras 3 imports it by itself when it
+  loads a model whose config names `tf1prune.keras._pin`.
+  """
+  for name in ('keras', 'tf_keras'):
+    module = sys.modules.get(name)
+    if module is None or not hasattr(module, '__version__'):
+      continue
+    try:
+      _version.check_keras_version(name, module.__version__)
+    except ValueError:
+      continue
+    register(module)
+
+
+register_imported()

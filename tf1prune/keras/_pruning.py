@@ -14,11 +14,14 @@
 named `kernel`, `depthwise_kernel`, `pointwise_kernel` or `embeddings`; a
 weight is named `<layer name>/<weight name>` (e.g. `dense_1/kernel`) in
 `do_not_prune`, `weight_sparsity_map`, `block_dims_map`, `granularity_map` and
-`global_pruning_groups`. Masks come from the same functions as the graph API
-(`tf1prune.masks`: exact top-k with ties kept in row-major order, blocks,
-kernels, filters, channels, N:M; `threshold_method`, `threshold_decay`), the
-sparsity from `tf1prune.schedule`, so a weight gets exactly the mask
-`tf1prune.Pruning` gives it for the same values.
+`global_pruning_groups`. The pruner executes the same `tf1prune.plan` as
+`tf1prune.Pruning`, eagerly: the plan decides which weights are pruned, with
+which granularity, sparsity and global group, and on which steps, and
+`tf1prune.plan_ops.compute_masks` computes the masks (`tf1prune.masks`: exact
+top-k with ties kept in row-major order, blocks, kernels, filters, channels,
+N:M; `threshold_method`, `threshold_decay`), so a weight gets exactly the mask
+`tf1prune.Pruning` gives it for the same values. (Without a graph there are
+no channel groups: `coupled_filter` prunes each weight's filters alone.)
 
 `step(step)` is `conditional_mask_update_op`: it updates the masks when
 `begin_pruning_step <= step <= end_pruning_step` (or end -1) and
@@ -37,12 +40,10 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tf1prune import schedule
 from tf1prune.hparams import HParams, get_pruning_hparams
 from tf1prune.keras import _pin, _version
 from tf1prune.keras._locks import resolve_layer
-from tf1prune.masks import _global as global_pruning
-from tf1prune.pruning import _selector
+from tf1prune.plan_ops import MaskUnit, compute_masks
 from tf1prune.spec import PruningSpec
 
 __all__ = ['DEFAULT_WEIGHTS', 'Pruner', 'PruningCallback']
@@ -51,7 +52,7 @@ DEFAULT_WEIGHTS = ('kernel', 'depthwise_kernel', 'pointwise_kernel',
                    'embeddings')
 
 _Record = collections.namedtuple('_Record', ['name', 'layer', 'weight_name',
-                                             'variable', 'pin', 'weight'])
+                                             'variable', 'pin'])
 
 
 def _hparams(hparams):
@@ -85,23 +86,29 @@ class Pruner(object):
     _version.keras_of(model)
     self.model = model
     self.spec = _hparams(hparams)
-    # Parsed and validated once, as the graph API does (tf1prune.spec).
-    self._parsed = PruningSpec.from_hparams(self.spec)
+    # Parsed and validated once, as the graph API does (tf1prune.plan).
+    self._plan = PruningSpec.from_hparams(self.spec).plan()
     self._records = []
     for layer, name in self._targets(weights):
       full = '%s/%s' % (layer.name, name)
-      if not self._parsed.is_pruned(full):
+      if not self._plan.is_pruned(full):
         continue
       variable = _pin.weight_of(layer, name)
       self._records.append(_Record(full, layer, name, variable,
-                                   _pin.pin_of(layer, name, model), None))
+                                   _pin.pin_of(layer, name, model)))
     if not self._records:
       raise ValueError('Pruner found no weight to prune in model %r (weights '
                        '%s, do_not_prune %s); pass weights=[(layer, name)] or '
-                       'build the model first' % (model.name, weights,
-                                                  self.spec.do_not_prune))
+                       'build the model first' % (
+                           model.name, weights,
+                           self._plan.spec.values()['do_not_prune']))
     self.thresholds = {r.name: np.float32(0.0) for r in self._records}
     self.last_update_step = 0
+
+  @property
+  def plan(self):
+    """The `tf1prune.plan.PruningPlan` of the hparams, which this executes."""
+    return self._plan
 
   def _targets(self, weights):
     if weights is not None:
@@ -130,22 +137,7 @@ class Pruner(object):
 
   def sparsity_at(self, step, target=None):
     """The scheduled sparsity at `step` (Python float)."""
-    hp = self.spec
-    return schedule.sparsity_at(
-        step, hp.initial_sparsity,
-        hp.target_sparsity if target is None else target,
-        hp.sparsity_function_begin_step, hp.sparsity_function_end_step,
-        hp.sparsity_function_exponent)
-
-  def _sparsity_for(self, name, step, sparsity):
-    target = self._parsed.weight_sparsity_map.lookup(name)
-    if sparsity is not None:
-      if target is None:
-        return float(sparsity)
-      scale = (target / self.spec.target_sparsity
-               if self.spec.target_sparsity else 0.0)
-      return min(float(sparsity) * scale, 1.0)
-    return self.sparsity_at(step, target)
+    return self._plan.sparsity_at(step, target)
 
   def update(self, sparsity=None, step=None):
     """Recomputes every mask now and zeroes the pruned entries.
@@ -161,28 +153,19 @@ class Pruner(object):
       {name: float32 threshold}.
     """
     step = self.last_update_step if step is None else int(step)
-    records = [r._replace(weight=tf.convert_to_tensor(r.variable))
-               for r in self._records]
-    by_name = {r.name: r for r in records}
-
-    def granularity_for(name):
-      return self._parsed.granularity(
-          name, tf.constant(by_name[name].pin.mask, tf.float32))
-
-    def select_for(record):
-      return _selector(self.spec, tf.constant(self.thresholds[record.name]))
-
-    group_sparsity = (self.sparsity_at(step) if sparsity is None
-                      else float(sparsity))
-    grouped = self._group_masks(records, granularity_for, group_sparsity,
-                                select_for)
-    for record in records:
-      if record.name in grouped:
-        mask, threshold = grouped[record.name]
-      else:
-        mask, threshold = granularity_for(record.name).compute_mask(
-            record.weight, self._sparsity_for(record.name, step, sparsity),
-            select_for(record))
+    plan = self._plan
+    units = [MaskUnit([r.name], tf.convert_to_tensor(r.variable),
+                      tf.constant(self.thresholds[r.name]),
+                      plan.weight(r.name, previous_mask=tf.constant(
+                          r.pin.mask, tf.float32)))
+             for r in self._records]
+    schedule = plan.schedule if sparsity is None else None
+    overall = self.sparsity_at(step) if sparsity is None else float(sparsity)
+    masks = compute_masks(plan, units, overall, lambda weight: plan.sparsity_of(
+        weight.target_sparsity, overall, schedule,
+        lambda s: s.sparsity_at(step)))
+    for record in self._records:
+      mask, threshold = masks[record.name]
       keep = np.asarray(mask) > 0
       keep = np.where(record.pin.locked, record.pin.mask, keep)
       record.pin.set_mask(keep)
@@ -191,27 +174,9 @@ class Pruner(object):
     self.last_update_step = step
     return dict(self.thresholds)
 
-  def _group_masks(self, records, granularity_for, sparsity, select_for):
-    """{name: (mask, threshold)} of the weights in global_pruning_groups."""
-    groups = {}
-    for record in records:
-      pattern = self._parsed.group(record.name)
-      if pattern is not None:
-        groups.setdefault(pattern, []).append(record)
-    grouped = {}
-    for members in groups.values():
-      masks = global_pruning.global_masks(
-          [(r.weight, granularity_for(r.name)) for r in members], sparsity,
-          select_for(members[0]))
-      grouped.update(zip([r.name for r in members], masks))
-    return grouped
-
   def is_pruning_step(self, step):
     """The predicate of `conditional_mask_update_op` at `step`."""
-    hp = self.spec
-    in_range = (step >= hp.begin_pruning_step and
-                (step <= hp.end_pruning_step or hp.end_pruning_step < 0))
-    return in_range and self.last_update_step + hp.pruning_frequency <= step
+    return self._plan.is_pruning_step(step, self.last_update_step)
 
   def step(self, step):
     """Updates the masks if `step` is a pruning step; returns whether it did.
@@ -225,6 +190,28 @@ class Pruner(object):
     self.update(step=step)
     return True
 
+  def resume(self, step):
+    """Catches up after a restore to `step` (BackupAndRestore, checkpoint).
+
+    Sets `last_update_step` to the last step <= `step` at which `step()`
+    would have updated the masks had it run on every step, and, if that is a
+    step, masks each weight where its restored value is +-0.0 (pruned
+    entries were exactly zero; locked entries keep their mask). A pruner
+    already at `step` or later is left alone. `PruningCallback` calls it
+    when `fit` begins, with `optimizer.iterations`.
+    """
+    before = self.last_update_step
+    for candidate in range(before + 1, int(step) + 1):
+      if self.is_pruning_step(candidate):
+        self.last_update_step = candidate
+    if self.last_update_step == before:
+      return
+    for record in self._records:
+      kept = np.asarray(record.variable) != 0
+      pin = record.pin
+      pin.set_mask(np.where(pin.locked, pin.mask, pin.mask & kept))
+      pin.apply()
+
   def write_summaries(self, step):
     """Writes the pruning scalars into the default `tf.summary` writer.
 
@@ -232,7 +219,7 @@ class Pruner(object):
     `<name>_summaries/`: `sparsity`, `last_mask_update_step`, and per weight
     `<layer>/<weight>/mask/sparsity` and `<layer>/<weight>/threshold/threshold`.
     """
-    scope = self.spec.name + '_summaries/'
+    scope = self._plan.name + '_summaries/'
     _scalar(scope + 'sparsity', self.sparsity_at(step), step)
     _scalar(scope + 'last_mask_update_step', self.last_update_step, step)
     for record in self._records:
@@ -297,6 +284,7 @@ def PruningCallback(pruner, log_dir=None, update_freq='epoch'):  # noqa: N802
 
     def on_train_begin(self, logs=None):
       _pin.hook_optimizer(self.pruner.model.optimizer, self.pruner.model)
+      self.pruner.resume(self._step())   # after BackupAndRestore's restore
 
     def on_train_batch_end(self, batch, logs=None):
       if self.pruner.step(self._step()) and update_freq == 'batch':

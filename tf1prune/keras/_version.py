@@ -3,13 +3,23 @@
     >>> from tf1prune.keras._version import check_keras_version
     >>> check_keras_version('keras', '3.15.1')
     'keras'
+    >>> check_keras_version('keras', '2.15.0')      # tf.keras of TF 2.15
+    'keras'
 
-tf1prune.keras works with the Keras a model was built with: Keras 3 (the
-`keras` package, TensorFlow backend), or tf_keras (Keras 2, the package
-TensorFlow 2.16+ uses when `TF_USE_LEGACY_KERAS=1`). Nothing is chosen at
-import time: each model is looked at through its class. Functions that get no
-model use `default_keras()`: tf_keras when `TF_USE_LEGACY_KERAS` is 1/true,
-else Keras 3, as `tf.keras` itself does.
+tf1prune.keras works with the Keras a model was built with; nothing is chosen
+at import time. Each function looks at the class of the model it is given:
+
+* a class from the `keras` package: Keras 3 (`keras>=3`, TensorFlow backend)
+  or Keras 2 (`keras` 2.x, which is what `tf.keras` is on TensorFlow 2.x up to
+  2.15);
+* a class from the `tf_keras` package: Keras 2 as TensorFlow 2.16+ ships it
+  (`tf.keras` is tf_keras when `TF_USE_LEGACY_KERAS=1`).
+
+Keras 2 is supported from `MIN_KERAS2` on (the `tf.keras` of TensorFlow
+`MIN_TENSORFLOW`); older ones, TensorFlow's built-in `tensorflow.python.keras`
+(TF <= 2.5) and Keras 3 on another backend raise ValueError naming the version
+and the fix. Functions that get no model use `default_keras()`: the module
+`tf.keras` stands for.
 """
 
 import importlib
@@ -17,13 +27,19 @@ import os
 
 import tensorflow as tf
 
-__all__ = ['check_keras_version', 'check_tensorflow', 'default_keras',
-           'keras_of']
+__all__ = ['MIN_KERAS2', 'MIN_TENSORFLOW', 'check_keras_version',
+           'check_tensorflow', 'default_keras', 'is_keras3', 'keras_of']
+
+MIN_KERAS2 = (2, 10)
+MIN_TENSORFLOW = '2.10'
 
 _UNSUPPORTED = ('tf1prune.keras supports Keras 3 (keras>=3.0 with the '
-                'TensorFlow backend) and tf_keras>=2.13; got {name} {version}. '
-                'Install keras>=3 or tf_keras matching your TensorFlow '
-                '(pip install "tf_keras~={tf}") and build the model with it.')
+                'TensorFlow backend) and Keras 2 from 2.10 on (tf.keras of '
+                'TensorFlow 2.10 to 2.15, or tf_keras); got {name} {version}. '
+                'Upgrade TensorFlow to 2.10 or later (pip install '
+                '"tensorflow>=2.10"), or install tf_keras matching your '
+                'TensorFlow (pip install "tf_keras~={tf}") and build the model '
+                'with it.')
 
 
 def check_tensorflow(version=None):
@@ -40,17 +56,23 @@ def check_tensorflow(version=None):
         '(import tf1prune: apply_mask, Pruning, lock, LotteryTicket).' % version)
 
 
+def _major_minor(version):
+  parts = []
+  for part in version.split('.')[:2]:
+    digits = ''.join(c for c in part if c.isdigit())
+    parts.append(int(digits) if digits else 0)
+  return tuple(parts + [0, 0])[:2]
+
+
 def check_keras_version(name, version):
   """Returns `name` if that Keras is supported, else raises ValueError.
 
   Args:
-    name: 'keras' (Keras 3) or 'tf_keras' (Keras 2).
-    version: its version string, e.g. '3.15.1'.
+    name: 'keras' (Keras 3, or Keras 2 up to 2.15) or 'tf_keras' (Keras 2).
+    version: its version string, e.g. '3.15.1' or '2.15.0'.
   """
-  parts = [int(p) for p in version.split('.')[:2] if p.isdigit()]
-  major_minor = tuple(parts + [0, 0])[:2]
-  ok = ((name == 'keras' and major_minor >= (3, 0)) or
-        (name == 'tf_keras' and major_minor >= (2, 13)))
+  ok = (name in ('keras', 'tf_keras') and
+        _major_minor(version) >= MIN_KERAS2)
   if not ok:
     raise ValueError(_UNSUPPORTED.format(
         name=name, version=version,
@@ -58,10 +80,15 @@ def check_keras_version(name, version):
   return name
 
 
+def is_keras3(keras):
+  """True for the Keras 3 module, False for a Keras 2 one."""
+  return _major_minor(keras.__version__) >= (3, 0)
+
+
 def _module(name):
   module = importlib.import_module(name)
   check_keras_version(name, module.__version__)
-  if name == 'keras' and module.backend.backend() != 'tensorflow':
+  if is_keras3(module) and module.backend.backend() != 'tensorflow':
     raise ValueError('tf1prune.keras needs the TensorFlow backend of Keras 3; '
                      'KERAS_BACKEND is %r. Set KERAS_BACKEND=tensorflow before '
                      'importing keras.' % module.backend.backend())
@@ -69,7 +96,11 @@ def _module(name):
 
 
 def default_keras():
-  """The Keras module `tf.keras` stands for: tf_keras or keras (Keras 3)."""
+  """The Keras module `tf.keras` stands for: tf_keras, or keras (3 or 2).
+
+  tf_keras when `TF_USE_LEGACY_KERAS` is 1/true (TensorFlow 2.16+'s switch),
+  else the `keras` package: Keras 3 on TensorFlow 2.16+, Keras 2 before.
+  """
   legacy = os.environ.get('TF_USE_LEGACY_KERAS', '').lower() in ('1', 'true')
   return _module('tf_keras' if legacy else 'keras')
 
@@ -81,8 +112,13 @@ def keras_of(obj):
     ValueError: `obj` is no Keras object, or its Keras is not supported.
   """
   for cls in type(obj).__mro__:
-    root = cls.__module__.split('.')[0]
+    module = cls.__module__
+    root = module.split('.')[0]
     if root in ('keras', 'tf_keras'):
       return _module(root)
-  raise ValueError('expected a Keras model or layer (Keras 3 or tf_keras), got '
-                   '%r of type %s' % (obj, type(obj).__name__))
+    if module.startswith('tensorflow.python.keras.'):
+      raise ValueError(_UNSUPPORTED.format(
+          name='tensorflow.python.keras (the Keras built into TensorFlow)',
+          version=tf.__version__, tf='.'.join(tf.__version__.split('.')[:2])))
+  raise ValueError('expected a Keras model or layer (Keras 3, Keras 2 or '
+                   'tf_keras), got %r of type %s' % (obj, type(obj).__name__))

@@ -11,17 +11,24 @@
 The exact method keeps the `k = n - round(n * sparsity)` largest scores, and at
 least one when sparsity < 1. It finds the k-th largest score without sorting:
 the bit pattern of a non-negative IEEE float orders like the float itself, so a
-radix select over those bits (a 2**15-bin histogram of the high bits, then a
-2**16-bin histogram of the low bits of the values in the boundary bin) gives
-the exact threshold in a fixed number of O(n) passes. float64 scores take four
-levels, float16 and bfloat16 are widened to float32 first (exactly). The
-histograms use the raw `Bincount` op: `tf.math.bincount` adds a `reduce_max`
-pass over its input.
+radix select over those bits gives the exact threshold in a fixed number of
+O(n) passes. float16 and bfloat16 scores are widened to float32 first
+(exactly); float64 scores take four radix levels (`_radix.py`).
+
+float32, the common case (`_radix.py`): one 2**16-bin histogram of the high
+16 bits of every score (8 exponent bits, 8 mantissa bits) picks the boundary
+bin; its members are then located by rows of 16 flat positions and only those
+rows are gathered for the 2**15-bin histogram of the low bits. When the boundary bin is large (many tied or nearly tied
+scores), a strided sample proposes its value and one counting pass checks that
+every member equals it; only a large bin of distinct values takes a second
+full histogram. So the cost does not depend on how many scores tie.
 
 Ties: weights whose score equals the threshold are kept in flat (row-major)
 order, the earliest first, until exactly k are kept. The order is total (score
 descending, then position ascending), so a mask at a higher sparsity never keeps
-a weight that a lower sparsity dropped.
+a weight that a lower sparsity dropped. The position of the last kept tie is
+found from per-row tie counts, and the mask is written as `score >= t` before
+it and `score > t` after it (aligned slices, no copies of the scores).
 
 NaN scores rank above +inf, which ranks above every finite score; so NaN and
 infinite weights are kept first, and the threshold is the smallest kept finite
@@ -30,6 +37,8 @@ histogram method leaves non-finite scores out of its histogram and keeps them.
 """
 
 import tensorflow.compat.v1 as tf
+
+from tf1prune.masks._radix import select_keys, top_k_mask
 
 __all__ = ['keep_count', 'kth_largest', 'magnitude_mask', 'histogram_threshold']
 
@@ -50,57 +59,16 @@ def keep_count(size, sparsity):
 
 
 def _as_ordered_bits(scores):
-  """Flattens non-negative floats to ints that sort like them.
-
-  Returns (bits, widths): float64 -> int64 with 63 used bits, others -> int32
-  with 31 used bits; `widths` are the radix digits, most significant first.
-  """
+  """Flattens non-negative floats to ints that sort like them: float64 ->
+  int64, others -> int32 (float16 and bfloat16 widened to float32 first)."""
   flat = tf.reshape(scores, [-1])
   if flat.dtype == tf.float64:
-    return tf.bitcast(flat, tf.int64), (15, 16, 16, 16)
-  return tf.bitcast(tf.cast(flat, tf.float32), tf.int32), (15, 16)
+    return tf.bitcast(flat, tf.int64)
+  return tf.bitcast(tf.cast(flat, tf.float32), tf.int32)
 
 
-def _bincount(keys, size):
-  """int32 counts of the int32 `keys` in [0, size); keys >= size are ignored.
-
-  The raw op: `tf.math.bincount` adds a full `reduce_max` pass over the keys.
-  Keys must be >= 0.
-  """
-  return tf.raw_ops.Bincount(arr=keys, size=size,
-                             weights=tf.zeros([0], tf.int32))
-
-
-def _radix_select(bits, k, widths):
-  """Returns (t, n_equal, need) for the k-th largest of `bits` (1 <= k <= n).
-
-  t is the k-th largest value, n_equal how many entries equal it, need how many
-  of those a top-k selection takes. The first level histograms every entry;
-  each later level only the entries of the boundary bin, gathered: a
-  `boolean_mask` of a compare costs less than a second histogram of every
-  entry (bench/performance_notes.md has the measurements).
-  """
-  dtype = bits.dtype
-  prefix = tf.zeros([], dtype)
-  candidates, rank = bits, k
-  shift = sum(widths)
-  for level, width in enumerate(widths):
-    shift -= width
-    digit = tf.bitwise.right_shift(candidates, tf.constant(shift, dtype))
-    if level > 0:  # the first digit needs no mask: the sign bit is 0.
-      digit = tf.bitwise.bitwise_and(digit, tf.constant((1 << width) - 1, dtype))
-    counts = _bincount(tf.cast(digit, tf.int32), 1 << width)
-    # at_least[d]: candidates whose digit is >= d (non-increasing in d).
-    at_least = tf.cumsum(counts, reverse=True)
-    chosen = tf.reduce_sum(tf.cast(at_least >= rank, tf.int32)) - 1
-    rank -= at_least[chosen] - counts[chosen]
-    prefix = tf.bitwise.bitwise_or(
-        prefix, tf.bitwise.left_shift(tf.cast(chosen, dtype),
-                                      tf.constant(shift, dtype)))
-    if level + 1 < len(widths):
-      candidates = tf.boolean_mask(candidates,
-                                   tf.equal(digit, tf.cast(chosen, dtype)))
-  return prefix, counts[chosen], rank
+def _as_float(bits):
+  return tf.bitcast(bits, tf.float64 if bits.dtype == tf.int64 else tf.float32)
 
 
 def kth_largest(scores, k):
@@ -113,9 +81,7 @@ def kth_largest(scores, k):
   Returns:
     A scalar of scores' dtype (float32 for float16/bfloat16 scores).
   """
-  bits, widths = _as_ordered_bits(scores)
-  t_bits = _radix_select(bits, k, widths)[0]
-  return tf.bitcast(t_bits, tf.float64 if bits.dtype == tf.int64 else tf.float32)
+  return _as_float(select_keys(_as_ordered_bits(scores), k)[0])
 
 
 def magnitude_mask(scores, sparsity, name=None):
@@ -134,22 +100,15 @@ def magnitude_mask(scores, sparsity, name=None):
   """
   with tf.name_scope(name, 'magnitude_mask', [scores, sparsity]):
     scores = tf.convert_to_tensor(scores)
-    bits, widths = _as_ordered_bits(scores)
+    bits = _as_ordered_bits(scores)
     keep = keep_count(tf.size(bits), sparsity)
-    t_bits, n_equal, need = _radix_select(bits, tf.maximum(keep, 1), widths)
-    # keep == 0: take no tie and nothing above the maximum, in the same pass.
+    t_bits, n_equal, need, last = select_keys(bits, tf.maximum(keep, 1))
+    # keep == 0: take no tie and nothing above the maximum.
     need = tf.where_v2(keep > 0, need, 0 * need)
-
-    def keep_ties_in_order():
-      ties = tf.equal(bits, t_bits)
-      first = tf.cumsum(tf.cast(ties, tf.int32)) <= need
-      return tf.logical_or(bits > t_bits, tf.logical_and(ties, first))
-
-    flat = tf.cond(tf.equal(n_equal, need), lambda: bits >= t_bits,
-                   keep_ties_in_order)
+    last = tf.where_v2(keep > 0, last, -1 + 0 * last)
+    flat = top_k_mask(bits, t_bits, need, last, n_equal)
     mask = tf.reshape(tf.cast(flat, tf.float32), tf.shape(scores))
-    float_dtype = tf.float64 if bits.dtype == tf.int64 else tf.float32
-    threshold = tf.cast(tf.bitcast(t_bits, float_dtype), tf.float32)
+    threshold = tf.cast(_as_float(t_bits), tf.float32)
     threshold = tf.where_v2(tf.logical_and(keep > 0,
                                            tf.logical_not(tf.is_nan(threshold))),
                             threshold, _INF)

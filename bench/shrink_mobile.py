@@ -1,0 +1,139 @@
+"""Benchmark: MobileNet v2 and an EfficientNet-B0-style net, shrunk at 50%.
+
+    python -m bench.shrink_mobile --quick
+
+Builds each net of `bench._mobile_nets` (width 0.5, 1000 classes, batch
+norm in inference mode) under `tf1prune.pruning_scope()`, prunes every conv
+but the logits by `coupled_filter` at 50% with random weights and batch-norm
+statistics, strips the checkpoint and shrinks it. Reports the shrink's
+parameter and FLOPs ratios, its stops, the outputs' largest difference, and
+the latency of the shrunk graph against the unshrunk one at batch 1, 16 and
+32, both timed in this process, interleaved, one intra-op thread each
+(paired ratios), with the machine's load average: once with the graphs as
+exported (any batch size: extra channels built per call) and once with the
+input's batch size fixed before shrinking (extra channels are constants).
+Results: bench/results/shrink_mobile.json (`--quick`: MobileNet v2 only,
+32x32 input, batch 1 and 2, written to shrink_mobile_quick.json).
+"""
+
+import argparse
+import os
+import tempfile
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+import tf1prune
+from bench import _mobile_nets
+from bench._paired import interleaved_samples, load_average, medians, paired_ratio
+from bench._timing import one_thread_session, write_results
+
+NETS = ('mobilenet_v2', 'efficientnet_b0')
+HPARAMS = ('target_sparsity=0.5,sparsity_function_end_step=1,'
+           'granularity_map=[.*:coupled_filter],do_not_prune=[logits]')
+
+
+def _prune(name, size, width, directory):
+  """Checkpoints net `name` pruned at 50%; returns its output node name."""
+  with tf.Graph().as_default():
+    tf.set_random_seed(0)
+    _, logits = _mobile_nets.build(name, size, 1000, width)
+    step = tf.train.get_or_create_global_step()
+    update = tf1prune.Pruning(
+        tf1prune.get_pruning_hparams().parse(HPARAMS)).mask_update_op()
+    rs = np.random.RandomState(0)
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      _mobile_nets.randomize_normalization(sess, rs)
+      sess.run(tf.assign(step, 1))
+      sess.run(update)
+      tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'),
+                            global_step=step)
+  return logits.op.name
+
+
+def _with_batch(graph_def, batch):
+  """A copy of `graph_def` whose `images` placeholder has batch `batch`."""
+  fixed = tf.GraphDef()
+  fixed.CopyFrom(graph_def)
+  for node in fixed.node:
+    if node.name == 'images':
+      node.attr['shape'].shape.dim[0].size = batch
+  return fixed
+
+
+def measure(name, size, width, batches, repeats):
+  """Prunes, strips, shrinks and times net `name`; a dict for the results."""
+  work = tempfile.mkdtemp(prefix='shrink_mobile_')
+  output = _prune(name, size, width, work)
+  stripped = os.path.join(work, 'stripped.pb')
+  small = os.path.join(work, 'shrunk.pb')
+  tf1prune.strip_checkpoint(work, [output], stripped)
+  report = tf1prune.shrink_pb(stripped, [output], small)
+  result = dict(net=name, size=size, width=width,
+                params_ratio=report.params_after / report.params_before,
+                flops_ratio=report.flops_after / report.flops_before,
+                stops=[str(s) for s in report.stops], latency={})
+  graph_def = tf.GraphDef()
+  with open(stripped, 'rb') as f:
+    graph_def.ParseFromString(f.read())
+  rs = np.random.RandomState(1)
+  for batch in batches:
+    # Any batch size: the extra channels are built per call from the input's
+    # shape. Fixed batch size (as a deployment graph has it): they are
+    # constants, built once.
+    fixed = _with_batch(graph_def, batch)
+    fixed_small, fixed_report = tf1prune.shrink_graph_def(fixed, [output])
+    pairs = {'any_batch': (stripped, small),
+             'fixed_batch': (fixed, fixed_small)}
+    feed = {'images:0': rs.uniform(0, 1, [batch, size, size, 3]).astype(
+        np.float32)}
+    entry = result['latency'][str(batch)] = {
+        'fixed_batch_flops_ratio':
+            fixed_report.flops_after / fixed_report.flops_before}
+    for key, (unshrunk, shrunk) in pairs.items():
+      big, little = one_thread_session(unshrunk), one_thread_session(shrunk)
+      want = big.run(output + ':0', feed)
+      got = little.run(output + ':0', feed)
+      load = load_average()
+      samples = interleaved_samples(
+          {'unshrunk': lambda f=feed: big.run(output + ':0', f),
+           'shrunk': lambda f=feed: little.run(output + ':0', f)}, repeats)
+      ratio = paired_ratio(samples, 'shrunk', 'unshrunk')
+      entry[key] = dict(
+          ratio=ratio, medians_s=medians(samples), samples_s=samples,
+          load_before=load, load_after=load_average(),
+          max_diff=float(np.abs(got - want).max() / np.abs(want).max()))
+      print('%s batch %d (%s): shrunk/unshrunk latency %.3f (FLOPs %.3f, '
+            'latency/FLOPs %.2f), max diff %.1e, load %.1f' % (
+                name, batch, key, ratio, result['flops_ratio'],
+                ratio / result['flops_ratio'], entry[key]['max_diff'],
+                load or 0.0))
+  print('%s width %s at %dx%d: params x%.3f, FLOPs x%.3f, %d stops' % (
+      name, width, size, size, result['params_ratio'], result['flops_ratio'],
+      len(report.stops)))
+  return result
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--quick', action='store_true')
+  parser.add_argument('--repeats', type=int, default=None)
+  parser.add_argument('--width', type=float, default=0.5)
+  parser.add_argument('--nets', default=None,
+                      help='comma-separated; default both (--quick: '
+                           'mobilenet_v2 only)')
+  args = parser.parse_args(argv)
+  tf.disable_eager_execution()
+  size, batches = (32, (1, 2)) if args.quick else (224, (1, 16, 32))
+  nets = args.nets or ('mobilenet_v2' if args.quick else ','.join(NETS))
+  repeats = args.repeats or (3 if args.quick else 7)
+  results = {'tf_version': tf.__version__, 'nets': {}}
+  for name in nets.split(','):
+    results['nets'][name] = measure(name, size, args.width, batches, repeats)
+  write_results('shrink_mobile_quick' if args.quick else 'shrink_mobile',
+                results)
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,571 @@
+"""tf1prune.keras.shrink_model: emptied filters physically removed, same outputs.
+
+Models get weights from Keras's own initializers; filters are emptied by
+zeroing them (coupled channels together) or by the Keras `Pruner`. Every
+test compares the shrunk model's outputs with the unshrunk one's (to 1e-5 of
+max|y|) and its parameters and FLOPs with a NumPy count of the kept channels.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from keras_support import graph, keras_module, skip_unless_usable  # noqa: F401
+
+skip_unless_usable()
+
+import tf1prune.keras as tk  # noqa: E402
+
+K = keras_module()
+L = K.layers
+
+
+def _zero_filters(layer, channels, weight='kernel'):
+  """Zeroes output channels of a Dense / Conv2D (and their bias entries)."""
+  for variable in layer.weights:
+    name = variable.name.split('/')[-1].split(':')[0]
+    value = variable.numpy().copy()
+    if name in (weight, 'bias'):
+      value[..., list(channels)] = 0.0
+      variable.assign(value)
+
+
+def _zeroed(model, zeroed):
+  """`model` with the filters {layer name: [channels]} zeroed."""
+  for name, channels in zeroed.items():
+    _zero_filters(model.get_layer(name), channels)
+  return model
+
+
+def _random_batch_norms(model, seed):
+  """Batch norm statistics and shifts away from their initial values."""
+  rng = np.random.RandomState(seed)
+  for layer in model.layers:
+    if type(layer).__name__ == 'BatchNormalization':
+      gamma, beta, mean, var = layer.get_weights()
+      layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape),
+                         rng.uniform(-0.5, 0.5, beta.shape),
+                         rng.uniform(-0.3, 0.3, mean.shape),
+                         rng.uniform(0.5, 2.0, var.shape)])
+
+
+def _same_outputs(model, small, shape, seed=1):
+  x = np.random.RandomState(seed).randn(*((4,) + shape)).astype(np.float32)
+  y, y_small = np.asarray(model(x)), np.asarray(small(x))
+  assert y.shape == y_small.shape
+  err = float(np.abs(y - y_small).max())
+  assert err <= 1e-5 * float(np.abs(y).max()), err
+
+
+def _conv_cost(k, cin, cout, hw, bias=False, bn=False):
+  params = k * k * cin * cout + (cout if bias else 0) + (4 * cout if bn else 0)
+  return params, 2 * k * k * cin * cout * hw
+
+
+def _totals(costs):
+  return (sum(p for p, _ in costs), sum(f for _, f in costs))
+
+
+# ---------------------------------------------------------------- ResNet ---
+
+def _resnet(seed=0):
+  K.utils.set_random_seed(seed)
+
+  def conv_bn(x, filters, kernel, strides, name, relu=True):
+    x = L.Conv2D(filters, kernel, strides=strides, padding='same',
+                 use_bias=False, name=name)(x)
+    x = L.BatchNormalization(name=name + '_bn')(x)
+    return L.ReLU(name=name + '_relu')(x) if relu else x
+
+  inputs = K.Input((8, 8, 3), name='image')
+  stem = conv_bn(inputs, 8, 3, 1, 'stem')
+  h = conv_bn(stem, 8, 3, 1, 'b1_conv1')
+  h = conv_bn(h, 8, 3, 1, 'b1_conv2', relu=False)
+  x = L.ReLU(name='b1_out')(L.Add(name='b1_add')([stem, h]))
+  h = conv_bn(x, 12, 3, 2, 'b2_conv1')
+  h = conv_bn(h, 16, 3, 1, 'b2_conv2', relu=False)
+  short = conv_bn(x, 16, 1, 2, 'b2_short', relu=False)
+  x = L.ReLU(name='b2_out')(L.Add(name='b2_add')([short, h]))
+  x = L.GlobalAveragePooling2D(name='pool')(x)
+  return K.Model(inputs, L.Dense(10, name='logits')(x))
+
+
+_RESNET_ZEROED = {'stem': [1, 4, 6], 'b1_conv2': [1, 4, 6],
+                  'b1_conv1': [0, 3], 'b2_conv1': [1, 2, 3, 9],
+                  'b2_conv2': [2, 5, 7, 11], 'b2_short': [2, 5, 7, 11]}
+
+
+def _resnet_cost(stream1, inner1, inner2, stream2):
+  """NumPy count: params and FLOPs of the ResNet with these channel counts."""
+  costs = [_conv_cost(3, 3, stream1, 64, bn=True),
+           _conv_cost(3, stream1, inner1, 64, bn=True),
+           _conv_cost(3, inner1, stream1, 64, bn=True),
+           _conv_cost(3, stream1, inner2, 16, bn=True),
+           _conv_cost(3, inner2, stream2, 16, bn=True),
+           _conv_cost(1, stream1, stream2, 16, bn=True),
+           (stream2 * 10 + 10, 2 * stream2 * 10)]
+  return _totals(costs)
+
+
+def test_resnet_loses_coupled_filters_and_keeps_its_outputs():
+  model = _zeroed(_resnet(), _RESNET_ZEROED)
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  assert report.stops == []
+  assert (report.params_before, report.flops_before) == _resnet_cost(
+      8, 8, 12, 16)
+  assert (report.params_after, report.flops_after) == _resnet_cost(
+      5, 6, 8, 12)
+  assert report.params_after == small.count_params()
+  assert report.params_before == model.count_params()
+  assert small.get_layer('b2_short').filters == 12
+  assert tuple(small.get_layer('b1_add').output.shape) == (None, 8, 8, 5)
+
+
+def test_resnet_with_half_a_residual_group_zeroed_keeps_that_group():
+  model = _resnet()
+  _zero_filters(model.get_layer('b2_conv2'), [2, 5])   # b2_short keeps them
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  assert small.get_layer('b2_conv2').filters == 16
+  assert [(s.layer, s.channels) for s in report.stops] == [('b2_conv2', 2)]
+  assert report.stops[0].reason == (
+      'coupled with filters of b2_short that are not empty')
+  assert report.params_after == report.params_before
+
+
+def _trained_resnet():
+  model = _zeroed(_resnet(), _RESNET_ZEROED)
+  _random_batch_norms(model, 3)
+
+  def shift(name):          # a batch norm's output for a zero input
+    gamma, beta, mean, var = model.get_layer(name + '_bn').get_weights()
+    eps = model.get_layer(name + '_bn').epsilon
+    return beta - gamma * mean / np.sqrt(var + eps)
+
+  relu = lambda v: np.maximum(v, 0.0)
+  # Which removed channels are nonzero where a padded 3x3 conv reads them:
+  stem = relu(shift('stem'))
+  b1_out = relu(stem + shift('b1_conv2'))
+  nonzero = {'b1_conv1': stem != 0, 'b2_conv1': b1_out != 0,
+             'b1_conv2': relu(shift('b1_conv1')) != 0,
+             'b2_conv2': relu(shift('b2_conv1')) != 0}
+  readers = {'b1_conv1': 'stem', 'b2_conv1': 'stem', 'b1_conv2': 'b1_conv1',
+             'b2_conv2': 'b2_conv1'}
+  # {conv: bool per zeroed channel of the layer it reads}
+  return model, {conv: nonzero[conv][_RESNET_ZEROED[r]]
+                 for conv, r in readers.items()}
+
+
+def test_resnet_with_trained_batch_norms_keeps_padded_constants_if_asked():
+  """fold_borders=False: a removed channel that is a nonzero constant (relu
+  of a batch norm's shift) stays where a 3x3 conv pads; the others go, their
+  constants folded (stream 2 through the pool into the logits' bias)."""
+  model, nonzero = _trained_resnet()
+  small, report = tk.shrink_model(model, fold_borders=False)
+  _same_outputs(model, small, (8, 8, 3))
+  stopped = {s.layer: s.channels for s in report.stops}
+  stream1 = int((nonzero['b1_conv1'] | nonzero['b2_conv1']).sum())
+  expected = {'stem': stream1, 'b1_conv2': stream1,
+              'b1_conv1': int(nonzero['b1_conv2'].sum()),
+              'b2_conv1': int(nonzero['b2_conv2'].sum())}
+  assert stopped == {n: c for n, c in expected.items() if c}
+  assert 0 < sum(expected.values()) < 12      # some go, some stay
+  assert all('pads with zeros' in s.reason for s in report.stops)
+  assert small.get_layer('b2_short').filters == 12
+  assert (report.params_after, report.flops_after) == _resnet_cost(
+      5 + stream1, 6 + expected['b1_conv1'], 8 + expected['b2_conv1'], 12)
+
+
+def test_resnet_with_trained_batch_norms_shrinks_fully_with_ones_channels():
+  """A padded conv reads the removed constants through one extra input
+  channel of ones (a 1x1 conv with bias 1, concatenated): its zero padding
+  gives the borders exactly."""
+  model, nonzero = _trained_resnet()
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  assert report.stops == []
+  params, flops = _resnet_cost(5, 6, 8, 12)
+  sizes = {'b1_conv1': (5, 6, 64, 64), 'b1_conv2': (6, 5, 64, 64),
+           'b2_conv1': (5, 8, 64, 16), 'b2_conv2': (8, 12, 16, 16)}
+  for conv, read in nonzero.items():
+    cin, cout, hw_in, hw_out = sizes[conv]
+    has_ones = '%s_shrink_ones' % conv in [l.name for l in small.layers]
+    assert has_ones == read.any(), conv
+    if has_ones:      # the ones conv (cin + 1) and one more input channel
+      params += cin + 1 + 9 * cout
+      flops += 2 * cin * hw_in + 2 * 9 * cout * hw_out
+  assert sum(read.any() for read in nonzero.values()) >= 2
+  assert (report.params_after, report.flops_after) == (params, flops)
+  assert report.params_after == small.count_params()
+  assert json.loads(json.dumps(report.to_dict()))['totals'][
+      'params_after'] == params
+
+
+def test_shrunk_model_saves_and_loads_as_plain_keras(tmp_path):
+  model, _ = _trained_resnet()
+  small = tk.strip_model(model, shrink=True)
+  path = str(tmp_path / ('small.keras' if K.__version__.startswith('3')
+                         else 'small.h5'))
+  small.save(path)
+  loaded = K.models.load_model(path)
+  _same_outputs(model, loaded, (8, 8, 3))
+  assert loaded.count_params() == small.count_params() < model.count_params()
+
+
+# ------------------------------------------------------ MobileNet v2 style ---
+
+def _mobilenet_v2(seed=0):
+  K.utils.set_random_seed(seed)
+
+  def bn_relu6(x, name, relu=True):
+    x = L.BatchNormalization(name=name + '_bn')(x)
+    return L.ReLU(6.0, name=name + '_relu')(x) if relu else x
+
+  def block(x, expand, out, strides, name):
+    h = bn_relu6(L.Conv2D(expand, 1, use_bias=False, name=name + '_expand')(x),
+                 name + '_expand')
+    if strides == 2:
+      h = L.ZeroPadding2D(((0, 1), (0, 1)), name=name + '_pad')(h)
+    h = L.DepthwiseConv2D(3, strides=strides, use_bias=False,
+                          padding='same' if strides == 1 else 'valid',
+                          name=name + '_dw')(h)
+    h = bn_relu6(h, name + '_dw')
+    h = bn_relu6(L.Conv2D(out, 1, use_bias=False, name=name + '_project')(h),
+                 name + '_project', relu=False)
+    if strides == 1 and x.shape[-1] == out:
+      h = L.Add(name=name + '_add')([x, h])
+    return h
+
+  inputs = K.Input((8, 8, 3), name='image')
+  x = bn_relu6(L.Conv2D(8, 3, padding='same', use_bias=False,
+                        name='stem')(inputs), 'stem')
+  x = block(x, 24, 8, 1, 'b1')
+  x = block(x, 24, 12, 2, 'b2')
+  x = block(x, 36, 12, 1, 'b3')
+  x = bn_relu6(L.Conv2D(32, 1, use_bias=False, name='head')(x), 'head')
+  x = L.GlobalAveragePooling2D(name='pool')(x)
+  return K.Model(inputs, L.Dense(5, name='logits')(x))
+
+
+_MOBILENET_ZEROED = {'stem': [0, 5], 'b1_project': [0, 5],
+                     'b1_expand': list(range(0, 24, 2)),
+                     'b2_expand': list(range(0, 24, 3)),
+                     'b2_project': [1, 4, 7], 'b3_project': [1, 4, 7],
+                     'b3_expand': list(range(0, 36, 2)),
+                     'head': list(range(16))}
+
+
+def _mobilenet_cost(s1, e1, e2, s2, e3, head):
+  costs = [_conv_cost(3, 3, s1, 64, bn=True),
+           _conv_cost(1, s1, e1, 64, bn=True),
+           (9 * e1 + 4 * e1, 2 * 9 * e1 * 64),
+           _conv_cost(1, e1, s1, 64, bn=True),
+           _conv_cost(1, s1, e2, 64, bn=True),
+           (9 * e2 + 4 * e2, 2 * 9 * e2 * 16),
+           _conv_cost(1, e2, s2, 16, bn=True),
+           _conv_cost(1, s2, e3, 16, bn=True),
+           (9 * e3 + 4 * e3, 2 * 9 * e3 * 16),
+           _conv_cost(1, e3, s2, 16, bn=True),
+           _conv_cost(1, s2, head, 16, bn=True),
+           (head * 5 + 5, 2 * head * 5)]
+  return _totals(costs)
+
+
+def test_mobilenet_v2_shrinks_through_depthwise_and_residuals():
+  model = _zeroed(_mobilenet_v2(), _MOBILENET_ZEROED)
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  assert report.stops == []
+  assert (report.params_before, report.flops_before) == _mobilenet_cost(
+      8, 24, 24, 12, 36, 32)
+  assert (report.params_after, report.flops_after) == _mobilenet_cost(
+      6, 12, 16, 9, 18, 16)
+  assert report.params_after == small.count_params()
+  assert small.get_layer('b2_dw').get_config()['depth_multiplier'] == 1
+
+
+def _trained_mobilenet_v2():
+  model = _zeroed(_mobilenet_v2(), _MOBILENET_ZEROED)
+  _random_batch_norms(model, 5)
+  consts = {}
+  for name in ('b1_expand', 'b2_expand', 'b3_expand'):
+    gamma, shift, mean, var = model.get_layer(name + '_bn').get_weights()
+    eps = model.get_layer(name + '_bn').epsilon
+    const = np.clip(shift - gamma * mean / np.sqrt(var + eps), 0, 6)
+    consts[name] = const[_MOBILENET_ZEROED[name]]
+  return model, consts
+
+
+def test_mobilenet_v2_padded_depthwise_keeps_nonzero_constants_if_asked():
+  model, _ = _trained_mobilenet_v2()
+  small, report = tk.shrink_model(model, fold_borders=False)
+  _same_outputs(model, small, (8, 8, 3))
+  by_layer = {s.layer: s for s in report.stops}
+  # relu6 of the expand layers' batch norm shift is a nonzero constant where
+  # the shift is positive; the padded depthwise conv makes it vary.
+  for name in ('b1_expand', 'b3_expand'):
+    beta = model.get_layer(name + '_bn').get_weights()
+    gamma, shift, mean, var = beta
+    eps = model.get_layer(name + '_bn').epsilon
+    const = np.clip(shift - gamma * mean / np.sqrt(var + eps), 0, 6)
+    zeroed = _MOBILENET_ZEROED[name]
+    nonzero = int(np.count_nonzero(const[zeroed] > 0))
+    assert by_layer[name].channels == nonzero
+    assert by_layer[name].reason.startswith(
+        name.split('_')[0] + '_dw (depthwise) pads with zeros')
+    assert small.get_layer(name).filters == 24 + 12 * (name == 'b3_expand') \
+        - len(zeroed) + nonzero
+  assert small.get_layer('head').filters == 16       # folded into the logits
+
+
+def test_mobilenet_v2_border_patterns_of_padded_depthwise_are_rebuilt():
+  """relu6(shift) of a removed expand channel, through the padded 3x3
+  depthwise conv (SAME, or a ZeroPadding2D and VALID), its batch norm and
+  ReLU6, reaches the 1x1 project conv as a border pattern: a 3x3 conv on a
+  channel of ones adds it exactly."""
+  model, consts = _trained_mobilenet_v2()
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 8, 3))
+  names = [l.name for l in small.layers]
+  for block, expand in (('b1', 24), ('b2', 24), ('b3', 36)):
+    assert consts[block + '_expand'].any()
+    assert small.get_layer(block + '_expand').filters == expand - len(
+        _MOBILENET_ZEROED[block + '_expand'])
+    assert block + '_project_shrink_border' in names
+  # b2 pads with a ZeroPadding2D before a valid stride-2 depthwise conv: its
+  # generator pads the ones the same way.
+  assert 'b2_project_shrink_pad0' in names
+  assert report.stops == []
+  params, flops = _mobilenet_cost(6, 12, 16, 9, 18, 16)
+  # A border map: a 1x1 conv of ones on the pattern's input (cin + 1) and a
+  # 3x3 conv of it (9 x cout), at the input / output sizes.
+  for cin, cout, hw_in, hw_out in ((12, 6, 64, 64), (16, 9, 64, 16),
+                                   (18, 9, 16, 16)):
+    params += cin + 1 + 9 * cout
+    flops += 2 * cin * hw_in + 2 * 9 * cout * hw_out
+  added_biases = sum(
+      small.get_layer(l.name).filters for l in model.layers
+      if type(l).__name__ == 'Conv2D' and not l.use_bias and
+      small.get_layer(l.name).use_bias)
+  assert (report.params_after, report.flops_after) == (
+      params + added_biases, flops)
+  assert report.params_after == small.count_params()
+
+
+# ----------------------------------------------------------------- SE block ---
+
+def _se_net(seed=0):
+  K.utils.set_random_seed(seed)
+  inputs = K.Input((6, 6, 3), name='image')
+  x = L.Conv2D(16, 3, padding='same', use_bias=False, name='conv')(inputs)
+  x = L.Activation('swish', name='conv_swish')(
+      L.BatchNormalization(name='conv_bn')(x))
+  s = L.GlobalAveragePooling2D(name='se_pool')(x)
+  s = L.Dense(4, activation='relu', name='se_squeeze')(s)
+  s = L.Dense(16, activation='sigmoid', name='se_expand')(s)
+  s = L.Reshape((1, 1, 16), name='se_reshape')(s)
+  x = L.Multiply(name='se_gate')([x, s])
+  x = L.Conv2D(8, 1, name='project')(x)
+  x = L.Flatten(name='flatten')(x)
+  return K.Model(inputs, L.Dense(3, name='logits')(x))
+
+
+def test_se_block_gate_and_conv_lose_channels_together():
+  model = _se_net()
+  gated = [0, 3, 4, 9, 10, 15]
+  _zero_filters(model.get_layer('conv'), gated)
+  _zero_filters(model.get_layer('se_expand'), gated)
+  _zero_filters(model.get_layer('se_squeeze'), [2])
+  _zero_filters(model.get_layer('project'), [1, 6])
+  _random_batch_norms(model, 7)
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (6, 6, 3))
+  assert report.stops == []
+  c, q, p = 10, 3, 6
+  expected_after = _totals([
+      _conv_cost(3, 3, c, 36, bn=True), (c * q + q, 2 * c * q),
+      (q * c + c, 2 * q * c), _conv_cost(1, c, p, 36, bias=True),
+      (36 * p * 3 + 3, 2 * 36 * p * 3)])
+  assert (report.params_after, report.flops_after) == expected_after
+  assert tuple(small.get_layer('se_reshape').output.shape) == (None, 1, 1, c)
+  assert small.get_layer('logits').kernel.shape[0] == 36 * p
+
+
+def test_se_gate_zeroed_on_one_side_only_is_a_stop():
+  model = _se_net()
+  _zero_filters(model.get_layer('conv'), [0, 3])      # se_expand keeps them
+  _, report = tk.shrink_model(model)
+  assert [(s.layer, s.channels) for s in report.stops] == [('conv', 2)]
+  assert report.stops[0].reason == (
+      'coupled with filters of se_expand that are not empty')
+
+
+# ------------------------------------------------ Pruner, Sequential, misc ---
+
+def test_pruner_filter_masks_shrink_a_sequential_model():
+  K.utils.set_random_seed(0)
+  model = K.Sequential([
+      K.Input((10, 10, 2)),
+      L.Conv2D(8, 3, activation='relu', bias_initializer='ones', name='c1'),
+      L.BatchNormalization(name='bn'),
+      L.MaxPooling2D(2, name='pool'),
+      L.SeparableConv2D(6, 3, activation='relu', name='sep'),
+      L.Flatten(name='flatten'),
+      L.Dense(6, activation='tanh', bias_initializer='ones', name='fc'),
+      L.Dense(2, name='out')])
+  _random_batch_norms(model, 1)
+  pruner = tk.Pruner(model, 'target_sparsity=0.5,do_not_prune=[out],'
+                     'granularity_map=[c1:filter,sep:filter,fc:filter]')
+  pruner.update(sparsity=0.5)
+  small = tk.strip_model(model, shrink=True)
+  _, report = tk.shrink_model(model)
+  _same_outputs(model, small, (10, 10, 2))
+  kept = {name: int(np.any(pruner.masks()[name + '/' + w].reshape(
+      -1, pruner.masks()[name + '/' + w].shape[-1]), axis=0).sum())
+      for name, w in (('c1', 'kernel'), ('sep', 'pointwise_kernel'),
+                      ('fc', 'kernel'))}
+  assert kept == {'c1': 4, 'sep': 3, 'fc': 3}
+  c1, sep, fc = kept['c1'], kept['sep'], kept['fc']
+  params = (9 * 2 * c1 + c1) + 4 * c1 + (9 * c1 + c1 * sep + sep) + (
+      4 * sep * fc + fc) + (fc * 2 + 2)
+  flops = 2 * 9 * 2 * c1 * 64 + 2 * (9 * c1 + c1 * sep) * 4 + \
+      2 * 4 * sep * fc + 2 * fc * 2
+  assert (report.params_after, report.flops_after) == (params, flops)
+  assert small.count_params() == params
+  assert report.stops == []
+
+
+def test_model_output_channels_stay_and_report_prints():
+  K.utils.set_random_seed(0)
+  model = K.Sequential([K.Input((4,)), L.Dense(6, name='a'),
+                        L.Dense(3, name='b')])
+  _zero_filters(model.get_layer('b'), [1])
+  _zero_filters(model.get_layer('a'), [0, 1])
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (4,))
+  assert small.get_layer('b').units == 3
+  assert small.get_layer('a').units == 4
+  assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
+      ('b', 1, 'it is a model output')]
+  assert str(report).splitlines() == [
+      'layer  op     inputs  outputs    params     FLOPs',
+      '-------------------------------------------------',
+      'a      Dense  4 -> 4   6 -> 4  30 -> 20  48 -> 32',
+      'b      Dense  6 -> 4   3 -> 3  21 -> 15  36 -> 24',
+      '-------------------------------------------------',
+      'total                          51 -> 35  84 -> 56',
+      'params x0.686, FLOPs x0.667',
+      'kept 1 empty filter(s) of b: it is a model output']
+  assert report.to_dict()['totals']['params_after'] == 20 + 15
+
+
+def test_shared_layer_raises_with_the_fix():
+  dense = L.Dense(4, name='shared')
+  x = K.Input((4,))
+  model = K.Model(x, dense(dense(x)))
+  with pytest.raises(ValueError) as e:
+    tk.shrink_model(model)
+  assert str(e.value) == (
+      "layer 'shared' is called more than once (shared layers are not "
+      "shrunk); give each call its own layer")
+
+
+# ----------------------------------------------------- concat, depthwise x2 ---
+
+def test_concat_and_depth_multiplier_map_channels_at_offsets():
+  K.utils.set_random_seed(0)
+  inputs = K.Input((6, 6, 4), name='image')
+  a = L.Conv2D(6, 1, activation='relu', name='a')(inputs)
+  b = L.Conv2D(4, 3, padding='same', activation='relu', name='b')(inputs)
+  cat = L.Concatenate(name='cat')([a, b])                  # 10 channels
+  d = L.DepthwiseConv2D(3, depth_multiplier=2, name='dw')(cat)   # 20, 4x4
+  act = ('hard_swish' if hasattr(K.activations, 'hard_swish') else
+         'relu6' if hasattr(K.activations, 'relu6') else 'tanh')
+  d = L.Activation(act, name='act')(d)
+  e = L.Conv2D(5, 1, name='e')(d)
+  y = L.Dense(3, name='logits')(L.GlobalMaxPooling2D(name='pool')(e))
+  model = K.Model(inputs, y)
+  for layer in (model.get_layer('a'), model.get_layer('b')):
+    bias = layer.bias.numpy()
+    layer.bias.assign(np.random.RandomState(2).uniform(-1, 1, bias.shape))
+  _zero_filters(model.get_layer('a'), [1, 4])
+  _zero_filters(model.get_layer('b'), [0])
+  kernel = model.get_layer('e').kernel.numpy()
+  kernel[..., 2] = 0.0
+  model.get_layer('e').kernel.assign(kernel)              # e's filter 2
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (6, 6, 4))
+  assert report.stops == []
+  # dw is valid-padded: removed constants pass it as constants.
+  assert tuple(small.get_layer('cat').output.shape) == (None, 6, 6, 7)
+  assert tuple(small.get_layer('dw').output.shape) == (None, 4, 4, 14)
+  params = (4 * 4 + 4) + (9 * 4 * 3 + 3) + (9 * 14 + 14) + (14 * 4 + 4) + (
+      4 * 3 + 3)
+  flops = 2 * (4 * 4 * 36 + 9 * 4 * 3 * 36 + 9 * 14 * 16 + 14 * 4 * 16 +
+               4 * 3)
+  assert (report.params_after, report.flops_after) == (params, flops)
+
+
+def test_docs_example_runs():
+  """docs/keras.md's "A smaller Keras model" gives the output it shows (on
+  Keras 3; tests/test_keras_docs.py runs the page on every stack)."""
+  import contextlib
+  import io
+  import os
+  if K.__name__ != 'keras' or not K.__version__.startswith('3'):
+    pytest.skip('the docs example uses Keras 3 (import keras)')
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  with open(os.path.join(root, 'docs', 'keras.md')) as f:
+    text = f.read()
+  section = text.split('## A smaller Keras model')[1].split('\n## ')[0]
+  code = section.split('```python\n')[1].split('```')[0]
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    exec(compile(code, 'docs/keras.md', 'exec'), {})   # pylint: disable=exec-used
+  lines = out.getvalue().splitlines()
+  assert lines[-4] == 'params x0.484, FLOPs x0.550'
+  assert float(lines[-1].split(': ')[1]) < 1e-5
+
+
+def test_keras_layer_view_reads_the_one_channel_table():
+  """Every Keras layer class and activation the shrink passes stands for a
+  row of tf1prune.channels' table; softmax stops there with its reason."""
+  from tf1prune.channels import RULES
+  from tf1prune.keras._shrink_view import ACTIVATION_OPS, OP_TYPES
+  for name, op in list(OP_TYPES.items()) + list(ACTIVATION_OPS.items()):
+    if name == 'InputLayer':
+      continue
+    assert op in RULES, (name, op)
+    assert (RULES[op].kind == 'stop') == (name in ('softmax', 'log_softmax'))
+  x = K.Input((4,), name='x')
+  h = L.Dense(6, name='h')(x)
+  y = L.Dense(3, name='y')(L.Activation('softmax', name='sm')(h))
+  model = K.Model(x, y)
+  _zero_filters(model.get_layer('h'), [2])
+  _, report = tk.shrink_model(model)
+  assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
+      ('h', 1, 'read by sm: softmax mixes all channels')]
+
+
+def test_keras_applications_mobilenet_v2_with_half_its_expand_filters():
+  """Keras's own MobileNetV2 (ZeroPadding2D + VALID depthwise convs for the
+  stride-2 blocks, SAME ones elsewhere, ReLU(6.), softmax output), batch
+  norms away from their initial values, half of every expand conv's filters
+  zeroed: every one goes, nothing stops, outputs equal."""
+  K.utils.set_random_seed(0)
+  model = K.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35,
+                                     weights=None, classes=4)
+  _random_batch_norms(model, 9)
+  expands = [l for l in model.layers
+             if l.name.endswith('_expand') and type(l).__name__ == 'Conv2D']
+  for layer in expands:
+    _zero_filters(layer, range(0, layer.filters, 2))
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (32, 32, 3))
+  assert report.stops == []
+  for layer in expands:
+    assert small.get_layer(layer.name).filters == layer.filters // 2
+  assert report.params_after == small.count_params()
+  assert report.flops_after < 0.75 * report.flops_before

@@ -1,0 +1,272 @@
+"""PruningPlan: the decisions both backends execute (steps, sparsity, groups,
+per-weight answers), the same as tensors and as Python values; contrib's
+`Pruning._spec`; the module dependencies of hparams, spec and plan."""
+
+import ast
+import os
+import re
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+import tf1prune
+from tf1prune.plan import PruningPlan, Selection
+
+
+def _plan(text=''):
+  return tf1prune.PruningSpec.from_hparams(
+      tf1prune.get_pruning_hparams().parse(text)).plan()
+
+
+def _due(step, last, begin, end, frequency):
+  """The contrib predicate, written out."""
+  if step < begin:
+    return False
+  if end != -1 and step > end:
+    return False
+  return last + frequency <= step
+
+
+@pytest.mark.parametrize('text,begin,end,frequency', [
+    ('', 0, -1, 10),
+    ('begin_pruning_step=5,end_pruning_step=40,pruning_frequency=7', 5, 40, 7),
+    ('begin_pruning_step=3,pruning_frequency=1', 3, -1, 1),
+])
+def test_pruning_steps_are_one_rule_in_python_and_as_tensors(text, begin, end,
+                                                              frequency):
+  plan = _plan(text)
+  steps = np.arange(0, 60, dtype=np.int64)
+  lasts = np.array([0, 4, 12, 30, 45], np.int64)
+  step_t = tf.placeholder(tf.int64, [None])
+  last_t = tf.placeholder(tf.int64, [None])
+  due_t = plan.is_pruning_step(step_t, last_t, tf.logical_and, tf.logical_or)
+  grid_step, grid_last = [g.ravel() for g in np.meshgrid(steps, lasts)]
+  with tf.Session() as sess:
+    as_tensor = sess.run(due_t, {step_t: grid_step, last_t: grid_last})
+  expected = [_due(int(s), int(l), begin, end, frequency)
+              for s, l in zip(grid_step, grid_last)]
+  as_python = [plan.is_pruning_step(int(s), int(l))
+               for s, l in zip(grid_step, grid_last)]
+  assert as_python == expected
+  assert as_tensor.tolist() == expected
+  assert any(expected) and not all(expected)
+
+
+def test_the_sparsity_of_a_weight_follows_its_target():
+  plan = _plan('target_sparsity=0.6,sparsity_function_end_step=50')
+  schedule = plan.schedule
+  # No target: the global sparsity, whatever it is.
+  assert plan.sparsity_of(None, 0.123, schedule, None) == 0.123
+  # A target and a schedule with `with_target`: the same curve to the target.
+  for step in (0, 10, 25, 50, 80):
+    got = plan.sparsity_of(0.9, schedule.sparsity_at(step), schedule,
+                           lambda s, step=step: s.sparsity_at(step))
+    assert got == tf1prune.PolynomialDecaySparsity(
+        0.0, 0.9, 0, 50, 3.0).sparsity_at(step)
+    assert got == plan.sparsity_at(step, 0.9)
+  # A given sparsity (no schedule): scaled by target / target_sparsity, <= 1.
+  assert plan.sparsity_of(0.3, 0.4, None) == 0.4 * (0.3 / 0.6)
+  assert plan.sparsity_of(0.9, 0.5, None) == min(0.5 * 0.9 / 0.6, 1.0) == 0.75
+  assert plan.sparsity_of(0.9, 0.6, None) == 0.6 * (0.9 / 0.6)
+  assert _plan('target_sparsity=0.3').sparsity_of(0.9, 0.5, None) == 1.0
+  assert _plan('target_sparsity=0.0').sparsity_of(0.9, 0.5, None) == 0.0
+
+
+def test_the_tensor_sparsity_equals_the_python_one():
+  plan = _plan('target_sparsity=0.8,initial_sparsity=0.1,'
+               'sparsity_function_begin_step=5,sparsity_function_end_step=45')
+  step = tf.placeholder(tf.int64, [])
+  scheduled = plan.sparsity_of(0.5, plan.schedule(step), plan.schedule,
+                               lambda s: s(step), tf.minimum)
+  given = plan.sparsity_of(0.5, tf.constant(0.4), None, None, tf.minimum)
+  with tf.Session() as sess:
+    for s in (0, 5, 20, 44, 45, 90):
+      assert sess.run(scheduled, {step: s}) == pytest.approx(
+          plan.sparsity_at(s, 0.5), abs=1e-7)
+    assert sess.run(given) == pytest.approx(0.4 * 0.5 / 0.8, abs=1e-7)
+
+
+def test_global_groups_keep_the_hparam_order_and_the_item_order():
+  plan = _plan('global_pruning_groups=[fc,conv,logits]')
+  names = ['conv2/w', 'fc1/w', 'conv1/w', 'embed/w', 'fc2/w']
+  groups = plan.global_groups(names, plan.group)
+  assert list(groups.items()) == [('fc', ['fc1/w', 'fc2/w']),
+                                  ('conv', ['conv2/w', 'conv1/w']),
+                                  ('logits', [])]
+
+
+def test_each_weight_is_answered_once_by_the_plan():
+  plan = _plan('target_sparsity=0.6,weight_sparsity_map=[fc2:0.9],'
+               'granularity_map=[conv:filter],global_pruning_groups=[fc1],'
+               'do_not_prune=[logits/mask]')
+  spec = plan.spec
+  for name in ('conv1/weights', 'fc1/weights', 'fc2/weights', 'x/w'):
+    got, old = plan.weight(name), spec.weight(name)
+    assert got._replace(granularity=None) == old._replace(granularity=None)
+    assert type(got.granularity) is type(old.granularity)
+    assert vars(got.granularity) == vars(old.granularity)
+  assert plan.weight('fc2/weights').target_sparsity == 0.9
+  assert plan.weight('fc1/weights').group == 'fc1'
+  assert repr(plan.weight('conv1/weights').granularity) == "Filter('l1')"
+  assert not plan.weight('logits/weights', 'logits/mask').pruned
+  assert plan.weight('logits/weights').pruned
+  assert plan.selection == Selection('exact', 0.0, 256)
+  assert _plan('threshold_method=histogram,threshold_decay=0.5,nbins=64'
+               ).selection == Selection('histogram', 0.5, 64)
+
+
+def test_pruning_executes_the_plan_of_its_hparams():
+  tf.train.get_or_create_global_step()
+  hp = tf1prune.get_pruning_hparams().parse('target_sparsity=0.7,'
+                                            'weight_sparsity_map=[a:0.2]')
+  p = tf1prune.Pruning(hp)
+  assert isinstance(p.plan, PruningPlan)
+  assert p.plan.spec == tf1prune.PruningSpec.from_hparams(hp)
+  assert p.plan.spec is p.pruning_spec
+
+
+# ---------------------------------------------------------------- contrib
+
+
+CONTRIB_HPARAMS = ('name=test,threshold_decay=0.9,pruning_frequency=10,'
+                   'do_not_prune=[conv1,conv2],target_sparsity=0.9')
+
+
+def test_contrib_reads_hparams_from_spec():
+  # contrib's PruningHParamsTest.testInit, as it is.
+  tf.train.get_or_create_global_step()
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(CONTRIB_HPARAMS))
+  assert p._spec.name == 'test'
+  assert p._spec.threshold_decay == pytest.approx(0.9)
+  assert p._spec.pruning_frequency == 10
+  assert p._spec.do_not_prune == ['conv1', 'conv2']
+  assert p._spec.sparsity_function_end_step == 100
+  assert p._spec.target_sparsity == pytest.approx(0.9)
+  for name, value in tf1prune.get_pruning_hparams().parse(
+      CONTRIB_HPARAMS).values().items():
+    assert getattr(p._spec, name) == value, name
+
+
+def _linspace_weights():
+  weights = tf.Variable(tf.linspace(1.0, 100.0, 100), name='weights')
+  return tf1prune.apply_mask(weights)
+
+
+def test_contrib_sets_threshold_decay_before_the_update_op():
+  # contrib's PruningTest.testUpdateSingleMask, as it is: the decay set on
+  # _spec is the one the update op uses (0.9 would keep 96, not 50).
+  tf.train.get_or_create_global_step()
+  masked_weights = _linspace_weights()
+  sparsity = tf.Variable(0.5, name='sparsity')
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+      'threshold_decay=0.9'), sparsity=sparsity)
+  p._spec.threshold_decay = 0.0
+  mask_update_op = p.mask_update_op()
+  with tf.Session() as session:
+    session.run(tf.global_variables_initializer())
+    assert np.count_nonzero(session.run(masked_weights)) == 100
+    session.run(mask_update_op)
+    assert np.count_nonzero(session.run(masked_weights)) == 50
+  assert p._spec.threshold_decay == 0.0
+  assert p.pruning_spec.threshold_decay == 0.0
+  assert p.spec.threshold_decay == 0.0      # the hparams object, as contrib
+
+
+def test_without_the_set_the_decay_of_the_hparams_is_used():
+  tf.train.get_or_create_global_step()
+  masked_weights = _linspace_weights()
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+      'threshold_decay=0.9'), sparsity=tf.constant(0.5))
+  update = p.mask_update_op()
+  with tf.Session() as session:
+    session.run(tf.global_variables_initializer())
+    session.run(update)
+    # threshold 0.9 * 0 + 0.1 * 51 = 5.1: weights 6..100 stay.
+    assert np.count_nonzero(session.run(masked_weights)) == 95
+
+
+def test_a_schedule_hparam_set_on_spec_rebuilds_the_sparsity():
+  step = tf.train.get_or_create_global_step()
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams())
+  p._spec.target_sparsity = 0.8
+  p._spec.sparsity_function_end_step = 10
+  p._spec.set_hparam('name', 'renamed')
+  assert p.last_update_step.op.name == 'renamed/last_mask_update_step'
+  with tf.Session() as session:
+    session.run(tf.global_variables_initializer())
+    session.run(tf.assign(step, 10))
+    assert session.run(p.sparsity) == pytest.approx(0.8)
+    assert session.run(p._sparsity) == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize('name,value,message', [
+    ('threshold_decay', 1.5, 'threshold_decay must be in [0, 1), got 1.5'),
+    ('pruning_frequency', 0.5,
+     'pruning_frequency must be an int, got 0.5 (float)'),
+    ('sparsity_function_end_step', -5,
+     'sparsity_function_end_step must be > sparsity_function_begin_step=0, '
+     'got -5'),
+])
+def test_a_set_on_spec_is_checked_like_a_parse(name, value, message):
+  tf.train.get_or_create_global_step()
+  p = tf1prune.Pruning(tf1prune.get_pruning_hparams())
+  with pytest.raises(ValueError, match='^' + re.escape(message) + '$'):
+    setattr(p._spec, name, value)
+  assert getattr(p._spec, name) == getattr(tf1prune.get_pruning_hparams(),
+                                           name)
+
+
+def test_an_unknown_name_set_on_spec_is_refused():
+  tf.train.get_or_create_global_step()
+  p = tf1prune.Pruning()
+  with pytest.raises(ValueError, match=r'^unknown hparam threshold_dacay \(set '
+                     r'on Pruning._spec to 0.0\); the hparams are those of '
+                     r'get_pruning_hparams\(\): begin_pruning_step, '):
+    p._spec.threshold_dacay = 0.0
+
+
+@pytest.mark.parametrize('build', ['mask_update_op',
+                                   'conditional_mask_update_op'])
+def test_a_set_on_spec_after_the_ops_are_built_is_an_error(build):
+  tf.train.get_or_create_global_step()
+  _linspace_weights()
+  p = tf1prune.Pruning()
+  getattr(p, build)()
+  with pytest.raises(ValueError) as e:
+    p._spec.threshold_decay = 0.5
+  assert str(e.value) == (
+      'Pruning._spec.threshold_decay = 0.5 comes too late: the mask update ops '
+      'are built already and use threshold_decay=0.0; set hparams before '
+      'calling mask_update_op() or conditional_mask_update_op(), or make a new '
+      'Pruning')
+  assert p._spec.threshold_decay == 0.0
+
+
+# ---------------------------------------------------------------- modules
+
+
+def _tf1prune_imports(module):
+  """The tf1prune modules `module` (a file of tf1prune/) imports, anywhere."""
+  path = os.path.join(os.path.dirname(tf1prune.__file__), module + '.py')
+  with open(path) as f:
+    tree = ast.parse(f.read())
+  found = set()
+  for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom) and node.module:
+      if node.module == 'tf1prune':
+        found.update('tf1prune.' + a.name for a in node.names)
+      elif node.module.startswith('tf1prune.'):
+        found.add(node.module)
+    elif isinstance(node, ast.Import):
+      found.update(a.name for a in node.names
+                   if a.name.startswith('tf1prune'))
+  return found
+
+
+def test_hparams_spec_and_plan_depend_one_way():
+  assert _tf1prune_imports('hparams') == set()
+  assert 'tf1prune.hparams' in _tf1prune_imports('spec')
+  assert 'tf1prune.plan' in _tf1prune_imports('spec')
+  plan = _tf1prune_imports('plan')
+  assert not plan & {'tf1prune.spec', 'tf1prune.hparams', 'tf1prune.pruning'}

@@ -1,0 +1,142 @@
+"""The exact select on tie-heavy weights, against the NumPy reference.
+
+Weights drawn by TF's own initializers, fp16- and bfloat16-valued float32,
+quantized, all equal, with NaN and Inf, in real layer shapes: the kept set
+must be exactly NumPy's (top-k by magnitude, ties by flat position), at
+sparsities that cut through the tied values.
+"""
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+import np_reference
+import tf1prune
+from tf1prune.masks import magnitude_mask
+
+SPARSITIES = [0.0, 0.3, 0.5, 0.75, 0.9, 0.97, 0.999, 1.0]
+
+# (name, shape, initializer): conv and dense kernels of common nets.
+INITIALIZED = [
+    ('random_normal', [3, 3, 64, 128], tf.random_normal_initializer()),
+    ('glorot_uniform', [1152, 384], tf.glorot_uniform_initializer()),
+    ('truncated_normal', [5, 5, 32, 64], tf.truncated_normal_initializer(
+        stddev=0.05)),
+    ('he_normal', [1, 1, 256, 512], tf.variance_scaling_initializer(
+        scale=2.0)),
+    ('random_uniform', [4096, 10], tf.random_uniform_initializer(-0.1, 0.1)),
+]
+
+
+def _check(scores, sparsities=SPARSITIES):
+  """magnitude_mask of `scores` (float32 array) equals the reference."""
+  with tf.Graph().as_default():
+    placeholder = tf.placeholder(scores.dtype, scores.shape)
+    sparsity = tf.placeholder(tf.float32, [])
+    mask, threshold = magnitude_mask(placeholder, sparsity)
+    with tf.Session() as sess:
+      for s in sparsities:
+        got, t = sess.run([mask, threshold], {placeholder: scores, sparsity: s})
+        want = np_reference.magnitude_mask(scores, s)
+        assert got.shape == scores.shape
+        assert int(got.sum()) == np_reference.keep_count(scores.size, s), s
+        np.testing.assert_array_equal(got, want, err_msg='sparsity %r' % s)
+        kept = scores[got == 1.0]
+        finite = kept[np.isfinite(kept)]
+        assert t == (np.float32(finite.min()) if finite.size else np.inf), s
+
+
+def _initialized(shape, initializer, seed=0):
+  """Values of a variable of `shape` drawn by TF's `initializer`."""
+  with tf.Graph().as_default():
+    tf.set_random_seed(seed)
+    w = tf.get_variable('w', shape, initializer=initializer)
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      return sess.run(w)
+
+
+def _normal(shape, seed=0):
+  return np.random.RandomState(seed).randn(*shape).astype(np.float32)
+
+
+@pytest.mark.parametrize('name,shape,initializer', INITIALIZED,
+                         ids=[i[0] for i in INITIALIZED])
+def test_tf_initialized_weights(name, shape, initializer):
+  del name
+  _check(np.abs(_initialized(shape, initializer)))
+
+
+def test_fp16_valued_weights():
+  w = _normal([3, 3, 128, 128]).astype(np.float16).astype(np.float32)
+  _check(np.abs(w))
+
+
+def test_bfloat16_valued_weights():
+  bits = _normal([2304, 256], seed=1).view(np.uint32) & np.uint32(0xFFFF0000)
+  _check(np.abs(bits.view(np.float32)))
+
+
+@pytest.mark.parametrize('step', [1.0 / 16, 1.0 / 2])
+def test_quantized_weights(step):
+  w = np.round(_normal([3, 3, 64, 64], seed=2) / step) * step
+  _check(np.abs(w).astype(np.float32))
+
+
+@pytest.mark.parametrize('value', [0.5, 0.0])
+def test_all_equal_weights(value):
+  _check(np.full([5, 5, 64, 64], value, np.float32))
+
+
+def test_nan_and_inf_among_tf_initialized_weights():
+  w = _initialized([3, 3, 96, 96], tf.glorot_normal_initializer())
+  rs = np.random.RandomState(4)
+  flat = w.reshape(-1)
+  flat[rs.choice(flat.size, 300, replace=False)] = np.nan
+  flat[rs.choice(flat.size, 300, replace=False)] = np.inf
+  flat[rs.choice(flat.size, 300, replace=False)] = -np.inf
+  _check(np.abs(w), [0.0, 0.5, 0.9, 0.99, 0.995, 0.999, 1.0])
+
+
+def test_a_large_bin_of_distinct_values():
+  # 80000 values within 2**-7 of 1.0 (one radix bin), about 46000 distinct.
+  bits = (np.float32(1.0).view(np.int32) +
+          np.random.RandomState(5).randint(0, 1 << 16, 80000))
+  w = np.concatenate([bits.astype(np.int32).view(np.float32),
+                      np.abs(_normal([20000], seed=6))])
+  _check(np.random.RandomState(7).permutation(w).reshape([400, 250]))
+
+
+def test_a_large_tied_bin_that_the_sample_misses():
+  # Every 32nd position (where a strided sample looks) holds a smaller value.
+  w = np.full([256, 512], 0.5, np.float32)
+  w.reshape(-1)[::32] = 0.25
+  _check(w, [0.0, 0.02, 0.5, 0.9, 0.99])
+
+
+def test_ties_around_the_tail_of_a_size_not_multiple_of_the_rows():
+  # 70001 entries: the last partial row holds ties the mask must see.
+  w = np.round(_normal([7, 10001], seed=8) * 4) / 4
+  _check(np.abs(w).astype(np.float32))
+
+
+def test_mask_update_op_on_tf_initialized_layers():
+  with tf.Graph().as_default():
+    tf.set_random_seed(0)
+    tf.train.get_or_create_global_step()
+    shapes = {'conv': [3, 3, 32, 64], 'fc': [2304, 128]}
+    for scope, shape in sorted(shapes.items()):
+      with tf.variable_scope(scope):
+        tf1prune.apply_mask(tf.get_variable(
+            'weights', shape, initializer=tf.random_normal_initializer()))
+    sparsity = tf.placeholder(tf.float32, [])
+    update = tf1prune.Pruning(sparsity=sparsity).mask_update_op()
+    weights = tf1prune.get_weights()
+    masks = tf1prune.get_masks()
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      for s in (0.5, 0.9, 0.99):
+        sess.run(update, {sparsity: s})
+        for w, m in zip(sess.run(weights), sess.run(masks)):
+          np.testing.assert_array_equal(
+              m, np_reference.magnitude_mask(np.abs(w), s))

@@ -1,0 +1,107 @@
+"""Forward propagation: the channel ids of every tensor the seeds reach.
+
+    >>> import tensorflow.compat.v1 as tf
+    >>> from tf1prune.channels import Forward, GraphView
+    >>> with tf.Graph().as_default() as g:
+    ...   a = tf.placeholder(tf.float32, [None, 4, 4, 3])
+    ...   b = tf.placeholder(tf.float32, [None, 4, 4, 3])
+    ...   y = tf.nn.relu(a + b)
+    >>> walk = Forward(GraphView(g))
+    >>> ids = walk.seed(a, 3), walk.seed(b, 3)
+    >>> walk.run()
+    >>> [walk.sets.find(i) for i in walk.ids[y.name]]
+    [0, 1, 2]
+
+`Forward(view)` visits the view's nodes in order (`view.walk_order()`,
+topological): a node with an input that carries channels gets its
+`ChannelOp` (`classify`), and its output the ids `combine` gives (the ops
+that tie channels union them). Where the channels end, nothing is recorded,
+except:
+
+- `blocked[id]`: the channel is added (an `additive` op of the table) to a
+  tensor that carries no channels (an identity shortcut from the input);
+  it cannot be removed;
+- `outputs[id]`: the channel reaches an op of `OUTPUT_OPS` (a softmax, a
+  softmax loss, an argmax): it is one of the model's outputs.
+
+`spread(node, ids)`, if given, may replace the input ids of a depthwise conv
+before they are spread (the training walk adds its filter as a member).
+Tensors are keyed by `view.key(tensor)`.
+"""
+
+from tf1prune.channels.classify import classify
+from tf1prune.channels.propagate import UnionFind, combine
+from tf1prune.channels.table import OUTPUT_OPS
+
+
+class Forward(object):
+  """Channel ids of tensors, forward from seeds (see the module docstring).
+
+  Attributes:
+    view: the channel view.
+    sets: the `UnionFind` of channel elements.
+    ids: {tensor key: list of ids (None for a channel no seed gave)}.
+    blocked: {id: why it cannot be removed}.
+    outputs: {id: why it is one of the model's outputs}.
+  """
+
+  def __init__(self, view, spread=None):
+    self.view = view
+    self.sets = UnionFind()
+    self.ids = {}
+    self.blocked = {}
+    self.outputs = {}
+    self._spread = spread
+
+  def seed(self, tensor, channels):
+    """Gives `tensor` `channels` new ids; returns them (a list)."""
+    ids = self.sets.add(channels).tolist()
+    self.ids[self.view.key(tensor)] = ids
+    return ids
+
+  def carries(self, tensor):
+    return self.view.key(tensor) in self.ids
+
+  def run(self):
+    """Visits every node whose output has no ids yet, in view order."""
+    for node in self.view.walk_order():
+      out = self.view.output(node)
+      if out is not None and not self.carries(out):
+        self._visit(node)
+
+  def _mark(self, table, ids, why):
+    for i in ids:
+      if i is not None:
+        table.setdefault(self.sets.find(i), why)
+
+  def _visit(self, node):
+    view = self.view
+    inputs = view.inputs(node)
+    carried = [i for i, t in enumerate(inputs) if self.carries(t)]
+    if not carried:
+      return
+    found, _ = classify(view, node, self.carries)
+    if found is None:
+      if view.op_type(node) in OUTPUT_OPS:
+        for i in carried:
+          self._mark(self.outputs, self.ids[view.key(inputs[i])],
+                     'they reach %s (%s)' % (view.op_type(node),
+                                             view.name(node)))
+      return
+    if found.kind == 'identity_n':
+      for tensor, out in zip(inputs, view.all_outputs(node)):
+        if self.carries(tensor):
+          self.ids[view.key(out)] = self.ids[view.key(tensor)]
+      return
+    ids = {i: self.ids[view.key(inputs[i])] for i in found.inputs}
+    if found.kind == 'depthwise' and self._spread is not None:
+      ids[0] = self._spread(node, ids[0])
+    out = combine(self.sets, found, ids)
+    if out is None:
+      return
+    if found.rule.additive:
+      for index in found.loose:
+        self._mark(self.blocked, out, (
+            'added to %s, which no masked weight produces (in %s)' % (
+                view.key(inputs[index]), view.name(node))))
+    self.ids[view.key(view.output(node))] = out

@@ -1,0 +1,417 @@
+"""One-shot pruning of a saved checkpoint; training resumes from the result.
+
+    >>> import os, tempfile, numpy as np, tensorflow.compat.v1 as tf
+    >>> from tf1prune.export.checkpoint_prune import prune_checkpoint
+    >>> work = tempfile.mkdtemp()
+    >>> with tf.Graph().as_default():
+    ...   w = tf.get_variable('fc/weights', initializer=np.arange(1., 101.).reshape(10, 10))
+    ...   with tf.Session() as sess:
+    ...     sess.run(tf.global_variables_initializer())
+    ...     path = tf.train.Saver().save(sess, os.path.join(work, 'in', 'model.ckpt'))
+    >>> report = prune_checkpoint(path, os.path.join(work, 'out'), {'fc/weights': 0.9})
+    >>> reader = tf.train.NewCheckpointReader(os.path.join(work, 'out', 'model.ckpt'))
+    >>> int((reader.get_tensor('fc/weights') != 0).sum())
+    10
+
+From the shell: `bin/prune_checkpoint --checkpoint=DIR_OR_PREFIX
+--output_dir=NEW_DIR --sparsity='conv.*/weights:0.8,fc1/weights:0.5'
+--zero='conv2/weights[:, :, 29, 13]'`.
+
+What it does, per weight chosen by `--sparsity` (regex searched in the
+variable's name, as `weight_sparsity_map`): ranks `|weight * mask|` (mask = the
+weight's `apply_mask` mask if the checkpoint has one, else ones) with the exact
+top-k of `tf1prune.thresholds`, and writes the new mask, its threshold, and the
+raw weight with zeros at the pruned entries. `--zero=NAME_REGEX[INDEX]`
+zeroes the NumPy index (`:, :, 29, 13`, ints, slices, `...`) the same way, and
+if the graph locks that weight (`tf1prune.lock`), adds the entries to the lock
+at value 0. Optimizer slots saved under the weight's name with its shape
+(`w/Momentum`, `w/Adam`, `w/Adam_1`, ...) are zeroed at the same entries, so
+momentum does not push a pruned weight back. Every other variable is copied
+unchanged, the meta graph is copied, and a `checkpoint` state file names the
+new prefix (same basename, so the global step in the name stays).
+
+Masks, thresholds and locks are found through the `.meta` file's tf1prune
+collections; without a `.meta` file, `X/mask` and `X/threshold` next to a
+weight `X/weights` (or `X/kernel`) are used. Candidates for the regexes are
+float variables of rank >= 1 that are neither tf1prune's own (masks,
+thresholds, locks) nor optimizer slots of another variable.
+
+Output is written to a temporary folder next to `output_dir` and renamed when
+complete; on any error nothing is left behind.
+"""
+
+import json
+import os
+import re
+import shutil
+
+import numpy as np
+
+from tf1prune.export import _checkpoint, atomic
+from tf1prune.export.progress import notify
+
+_OWN_SUFFIXES = ('/mask', '/threshold', '/lock_mask', '/lock_value',
+                 '/lock_captured', '/last_mask_update_step')
+_OBJECT_GRAPH = '_CHECKPOINTABLE_OBJECT_GRAPH'
+
+
+class CheckpointPruneError(ValueError):
+  """A bad argument or checkpoint; the message is one line for the user."""
+
+
+def parse_sparsity_map(text):
+  """Parses 'regex:0.8,regex2:0.5' into a dict regex -> float in [0, 1).
+
+  Raises:
+    CheckpointPruneError: an entry has no ':', a bad regex or sparsity.
+  """
+  result = {}
+  for entry in (text or '').split(','):
+    entry = entry.strip()
+    if not entry:
+      continue
+    pattern, sep, value = entry.rpartition(':')
+    if not sep or not pattern:
+      raise CheckpointPruneError(
+          "--sparsity entries must look like 'regex:0.8', got %r" % entry)
+    _regex(pattern, '--sparsity')
+    try:
+      sparsity = float(value)
+    except ValueError:
+      sparsity = None
+    if sparsity is None or not 0.0 <= sparsity < 1.0:
+      raise CheckpointPruneError('--sparsity entry %r: sparsity must be a number '
+                                 'in [0, 1), got %r' % (entry, value))
+    result[pattern] = sparsity
+  return result
+
+
+def _regex(pattern, flag):
+  try:
+    return re.compile(pattern)
+  except re.error as e:
+    raise CheckpointPruneError('%s regex %r is not valid: %s' % (flag, pattern, e))
+
+
+def _index_part(text, whole):
+  text = text.strip()
+  if text == '...':
+    return Ellipsis
+  try:
+    if ':' in text:
+      bounds = [int(b) if b.strip() else None for b in text.split(':')]
+      if len(bounds) > 3:
+        raise ValueError(text)
+      return slice(*bounds)
+    return int(text)
+  except ValueError:
+    raise CheckpointPruneError('index %r: each part must be an int, a slice '
+                               'like 1:3 or ::2, or ..., got %r' % (whole, text))
+
+
+def parse_index(text):
+  """Parses a NumPy index such as ':, :, 29, 13' (no brackets) into a tuple.
+
+  Raises:
+    CheckpointPruneError: a part is not an int, a slice or '...'.
+  """
+  return tuple(_index_part(part, text) for part in text.split(','))
+
+
+def parse_zero(text):
+  """Parses 'regex[index]' into (regex, index tuple).
+
+  Raises:
+    CheckpointPruneError: no trailing '[...]', a bad regex or a bad index.
+  """
+  match = re.match(r'^(?P<name>.+)\[(?P<index>[^\[\]]*)\]\s*$', text or '')
+  if not match:
+    raise CheckpointPruneError("--zero must look like 'conv2/weights[:, :, 29, "
+                               "13]', got %r" % text)
+  _regex(match.group('name'), '--zero')
+  return match.group('name'), parse_index(match.group('index'))
+
+
+def _resolve(checkpoint):
+  """Returns the checkpoint prefix for a prefix or a folder (any gfile path)."""
+  try:
+    return _checkpoint.checkpoint_prefix(checkpoint)
+  except _checkpoint.NoCheckpoint as e:
+    if e.reason == e.NONE_SAVED:
+      raise CheckpointPruneError('--checkpoint folder %s has no checkpoint '
+                                 '(no "checkpoint" state file naming one)' %
+                                 checkpoint)
+    raise CheckpointPruneError('--checkpoint %s is neither a folder nor a '
+                               'checkpoint prefix (no %s.index)' %
+                               (checkpoint, checkpoint))
+
+
+def _graph_links(prefix, tf, names):
+  """Returns (masks, thresholds, locks, trainable) read from the meta graph.
+
+  masks/thresholds: weight -> variable name; locks: weight -> list of
+  (lock_mask name, lock_value name); trainable: the set of trainable variable
+  names, or None without a readable meta graph.
+  """
+  masks, thresholds, locks, trainable = {}, {}, {}, None
+  meta = prefix + '.meta'
+  if tf.io.gfile.exists(meta):
+    from tf1prune.locks import lock_records
+    from tf1prune.masking import masked_weight_records
+    with tf.Graph().as_default() as graph:
+      try:
+        tf.train.import_meta_graph(meta, clear_devices=True)
+        records = masked_weight_records(graph)
+        lock_list = lock_records(graph)
+        trainable = set(v.op.name for v in graph.get_collection(
+            tf.GraphKeys.TRAINABLE_VARIABLES))
+      except Exception as e:  # pylint: disable=broad-except
+        tf.logging.warning('cannot read %s (%s); finding masks by name', meta,
+                           str(e).splitlines()[0] if str(e) else type(e))
+        records, lock_list = None, []
+    if records is not None:
+      by_masked = {}
+      for r in records:
+        masks[r.name] = r.mask.op.name
+        thresholds[r.name] = r.threshold.op.name
+        by_masked[r.masked_weight.op.name] = r.name
+      for l in lock_list:
+        weight = by_masked.get(l.name, l.name)
+        locks.setdefault(weight, []).append((l.locked.op.name, l.value.op.name))
+      return masks, thresholds, locks, trainable
+  for name in names:
+    parent, _, base = name.rpartition('/')
+    scope = parent if base in ('weights', 'kernel') else name
+    for kind, table in (('mask', masks), ('threshold', thresholds)):
+      candidate = (scope + '/' if scope else '') + kind
+      if candidate in names:
+        table[name] = candidate
+  return masks, thresholds, locks, trainable
+
+
+def _candidates(shapes, dtypes, own, trainable):
+  """Float variables of rank >= 1, not tf1prune's own, not optimizer slots.
+
+  With a meta graph (`trainable` not None), only its trainable variables.
+  """
+  result = []
+  for name, shape in shapes.items():
+    if name in own or name.endswith(_OWN_SUFFIXES) or not shape:
+      continue
+    if trainable is not None and name not in trainable:
+      continue
+    if not dtypes[name].is_floating:
+      continue
+    parent = name.rpartition('/')[0]
+    is_slot = False
+    while parent:
+      if parent in shapes and shapes[parent] == shape:
+        is_slot = True
+        break
+      parent = parent.rpartition('/')[0]
+    if not is_slot:
+      result.append(name)
+  return sorted(result)
+
+
+def _slots(name, shapes):
+  prefix = name + '/'
+  return sorted(n for n, s in shapes.items()
+                if n.startswith(prefix) and s == shapes[name])
+
+
+def _match(patterns, candidates, flag):
+  """Returns {candidate: pattern}; each pattern must match, none twice."""
+  hits = {}
+  for pattern in patterns:
+    regex = _regex(pattern, flag)
+    found = [c for c in candidates if regex.search(c)]
+    if not found:
+      raise CheckpointPruneError('%s regex %r matches no prunable variable; '
+                                 'prunable: %s' % (flag, pattern,
+                                                   ', '.join(candidates)))
+    for name in found:
+      if name in hits and hits[name] != pattern:
+        raise CheckpointPruneError('%s: variable %s matches both %r and %r; make '
+                                   'them exclusive' % (flag, name, hits[name],
+                                                       pattern))
+      hits[name] = pattern
+  return hits
+
+
+def _magnitude_masks(tf, jobs, progress=None):
+  """jobs: list of (scores array, sparsity) -> list of (mask, threshold)."""
+  from tf1prune.masks._select import magnitude_mask
+  results = []
+  notify(progress, 'pruning weights', 0, len(jobs))
+  with tf.Graph().as_default(), tf.Session() as sess:
+    for scores, sparsity in jobs:
+      placeholder = tf.placeholder(scores.dtype, scores.shape)
+      mask, threshold = magnitude_mask(placeholder, sparsity)
+      results.append(tuple(sess.run([mask, threshold], {placeholder: scores})))
+      notify(progress, 'pruning weights', len(results), len(jobs))
+  return results
+
+
+def _write(values, dtypes, prefix, output_dir, tf):
+  """Saves `values` (name -> array) as a checkpoint at output_dir/basename."""
+  basename = os.path.basename(prefix)
+  parent = os.path.dirname(os.path.abspath(output_dir))
+  if not os.path.isdir(parent):
+    raise CheckpointPruneError('--output_dir parent folder %s does not exist'
+                               % parent)
+  atomic.remove_stale_staging(output_dir)
+  try:
+    temp = atomic.staging_path(output_dir, 'tmp', directory=True)
+  except ValueError as e:
+    raise CheckpointPruneError('--output_dir: %s' % e)
+  try:
+    with tf.Graph().as_default(), tf.Session() as sess:
+      feeds, variables = {}, {}
+      for i, name in enumerate(sorted(values)):
+        value = values[name]
+        holder = tf.placeholder(dtypes[name], value.shape)
+        variables[name] = tf.Variable(holder, name='v%d' % i, trainable=False)
+        feeds[holder] = value
+      sess.run(tf.global_variables_initializer(), feeds)
+      saver = tf.train.Saver(variables, sharded=False)
+      saver.save(sess, os.path.join(temp, basename), write_meta_graph=False,
+                 write_state=False)
+    if tf.io.gfile.exists(prefix + '.meta'):
+      tf.io.gfile.copy(prefix + '.meta', os.path.join(temp, basename + '.meta'))
+    with open(os.path.join(temp, 'checkpoint'), 'w') as f:
+      f.write('model_checkpoint_path: %s\nall_model_checkpoint_paths: %s\n'
+              % (json.dumps(basename), json.dumps(basename)))
+    os.rename(temp, output_dir)
+  except BaseException:
+    shutil.rmtree(temp, ignore_errors=True)
+    raise
+  return os.path.join(output_dir, basename)
+
+
+def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None,
+                     progress=None):
+  """Writes a pruned copy of a checkpoint; returns a report.
+
+  Args:
+    checkpoint: a checkpoint prefix, or a folder (its latest checkpoint).
+    output_dir: a new folder (it must not exist) for the pruned checkpoint.
+    sparsity: dict regex -> sparsity in [0, 1): prune each matching weight
+      to that fraction of zeros by magnitude.
+    zero: list of (regex, NumPy index): entries to set to zero (and lock, if
+      the graph locks that weight).
+    progress: optional `progress(stage, done, total, fraction)` callable
+      (`tf1prune.export.progress`): variables read, weights pruned.
+
+  Returns:
+    A dict: 'checkpoint' (the new prefix) and 'weights', a list of dicts
+    (name, shape, zeros_before, zeros_after, mask, threshold, slots, locks)
+    per changed weight, sorted by name.
+
+  Raises:
+    CheckpointPruneError: a bad argument or checkpoint (nothing is written).
+  """
+  import tensorflow.compat.v1 as tf
+  sparsity = dict(sparsity or {})
+  zero = list(zero or [])
+  if not sparsity and not zero:
+    raise CheckpointPruneError('nothing to do: give --sparsity and/or --zero')
+  if os.path.exists(output_dir):
+    raise CheckpointPruneError('--output_dir %s exists; give a new folder (the '
+                               'pruned checkpoint is never written over '
+                               'anything)' % output_dir)
+  prefix = _resolve(checkpoint)
+  try:
+    reader = tf.train.NewCheckpointReader(prefix)
+  except Exception as e:  # pylint: disable=broad-except
+    raise CheckpointPruneError('cannot read checkpoint %s: %s' % (
+        prefix, str(e).splitlines()[0] if str(e) else type(e).__name__))
+  shapes = reader.get_variable_to_shape_map()
+  dtypes = reader.get_variable_to_dtype_map()
+  if _OBJECT_GRAPH in shapes:
+    raise CheckpointPruneError('%s is an object-based checkpoint '
+                               '(tf.train.Checkpoint); save with '
+                               'tf.train.Saver for prune_checkpoint' % prefix)
+  masks, thresholds, locks, trainable = _graph_links(prefix, tf, set(shapes))
+  own = set(masks.values()) | set(thresholds.values()) | {
+      n for pairs in locks.values() for pair in pairs for n in pair}
+  candidates = _candidates(shapes, dtypes, own, trainable)
+  targets = _match(sorted(sparsity), candidates, '--sparsity')
+  zero_targets = _match(sorted({r for r, _ in zero}), candidates, '--zero')
+
+  values = {}
+  notify(progress, 'reading variables', 0, len(shapes))
+  for name in sorted(shapes):
+    values[name] = np.asarray(reader.get_tensor(name))
+    notify(progress, 'reading variables', len(values), len(shapes))
+  report = []
+  changed = sorted(set(targets) | set(zero_targets))
+  selections = {}
+  from tf1prune.locks import index_mask
+  for name in changed:
+    selected = np.zeros(shapes[name], bool)
+    for pattern, index in zero:
+      if re.search(pattern, name):
+        try:
+          selected |= index_mask(shapes[name], index)
+        except ValueError as e:
+          raise CheckpointPruneError('--zero %s[...] on %s: %s' % (pattern, name, e))
+    selections[name] = selected
+
+  jobs = []
+  for name in changed:
+    weight = values[name]
+    old_mask = (values[masks[name]].astype(weight.dtype) if name in masks
+                else np.ones_like(weight))
+    effective = weight * old_mask
+    if name in targets:
+      scores = np.abs(effective)
+      scores[selections[name]] = 0
+      jobs.append((scores, sparsity[targets[name]]))
+  computed = iter(_magnitude_masks(tf, jobs, progress))
+  for name in changed:
+    weight = values[name]
+    old_mask = (values[masks[name]] if name in masks
+                else np.ones(weight.shape, weight.dtype))
+    zeros_before = float(np.mean(weight * old_mask == 0))
+    threshold = None
+    if name in targets:
+      new_mask, threshold = next(computed)
+      new_mask = new_mask.astype(bool)
+    else:
+      new_mask = old_mask != 0
+    # Entries under a lock keep their mask, as Pruning's mask update does.
+    locked = np.zeros(weight.shape, bool)
+    for lock_mask, _ in locks.get(name, []):
+      locked |= values[lock_mask]
+    new_mask = np.where(locked & ~selections[name], old_mask != 0, new_mask)
+    new_mask &= ~selections[name]
+    keep = new_mask.astype(weight.dtype)
+    values[name] = weight * keep
+    slots = _slots(name, shapes)
+    for slot in slots:
+      values[slot] = values[slot] * keep.astype(values[slot].dtype)
+    if name in masks:
+      values[masks[name]] = keep.astype(values[masks[name]].dtype)
+    if name in thresholds and threshold is not None:
+      values[thresholds[name]] = np.asarray(
+          threshold, values[thresholds[name]].dtype)
+    lock_names = []
+    if selections[name].any():
+      for lock_mask, lock_value in locks.get(name, []):
+        values[lock_mask] = values[lock_mask] | selections[name]
+        values[lock_value] = np.where(selections[name], 0,
+                                      values[lock_value]).astype(
+                                          values[lock_value].dtype)
+        lock_names.append(lock_mask)
+    report.append({
+        'name': name, 'shape': list(shapes[name]),
+        'zeros_before': zeros_before,
+        'zeros_after': float(np.mean(values[name] == 0)),
+        'mask': masks.get(name), 'threshold': (float(threshold)
+                                               if threshold is not None
+                                               else None),
+        'slots': slots, 'locks': lock_names})
+  tf_dtypes = {name: dtypes[name].base_dtype for name in shapes}
+  written = _write(values, tf_dtypes, prefix, output_dir, tf)
+  return {'checkpoint': written, 'weights': report}

@@ -1,0 +1,24 @@
+"""The shrink: a frozen graph without the channels pruning emptied.
+
+    >>> from tf1prune.export import shrink
+    >>> shrink.shrink_graph_def is shrink.run.shrink_graph_def
+    True
+
+One module per step, in the order `shrink_graph_def` runs them:
+
+- `prepare`: constant sub-graphs evaluated, batch norms folded into scales.
+- `frozen_graph`: the mutable view of the GraphDef the steps share.
+- `regions`: which tensors' channels go together, from each emptied layer.
+- `removed_values`: what a removed channel is at each tensor of a region.
+- `padding`: what a zero-padded conv or pool makes of a constant channel.
+- `extra_channels`: those position-dependent values as extra input channels.
+- `rewrite`: removes a region's channels and folds what they gave.
+- `report`: parameters, FLOPs and stops (`ShrinkReport`).
+- `run`: the rounds above until nothing changes; `shrink_graph_def`, `shrink_pb`.
+"""
+
+from tf1prune.export.shrink.report import LayerShrink, ShrinkReport, ShrinkStop
+from tf1prune.export.shrink.run import shrink_graph_def, shrink_pb
+
+__all__ = ['LayerShrink', 'ShrinkReport', 'ShrinkStop', 'shrink_graph_def',
+           'shrink_pb']

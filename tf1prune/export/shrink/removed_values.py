@@ -1,0 +1,233 @@
+"""What an emptied channel is at each tensor of a region: a known constant.
+
+    >>> import numpy as np, tensorflow.compat.v1 as tf
+    >>> from tf1prune.export.shrink.frozen_graph import FrozenGraph
+    >>> from tf1prune.export.shrink.regions import explore, find_layers
+    >>> from tf1prune.export.shrink.removed_values import propagate
+    >>> with tf.Graph().as_default() as g:
+    ...   x = tf.placeholder(tf.float32, [None, 3, 3, 1], name='x')
+    ...   a = tf.nn.conv2d(x, tf.zeros([1, 1, 1, 1]), [1] * 4, 'SAME', name='a')
+    ...   h = tf.pad(tf.nn.relu(a + 2.0), [[0, 0], [1, 0], [0, 0], [0, 0]])
+    ...   y = tf.nn.conv2d(h, tf.ones([2, 1, 1, 1]), [1] * 4, 'VALID', name='y')
+    >>> view = FrozenGraph(g.as_graph_def(), ['y'])
+    >>> region = explore(view, find_layers(view)[0], 'a')
+    >>> values, _ = propagate(view, region)
+    >>> values[h.op.name][:, :, 0].tolist()   # 2 inside, the padded row 0
+    [[0.0, 0.0, 0.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]
+
+The output of a layer whose filter is all zero is 0 everywhere; the ops of a
+region turn it into a value per channel (`[1, 1, C]`) or, after a border map,
+an explicit Pad or a padded depthwise conv, a map over the positions
+(`[H, W, C]`), computed here in float64 NumPy. A value that cannot be known
+(a map whose height or width is unknown) is NaN, and the reason is returned.
+"""
+
+import numpy as np
+
+from tf1prune.export.shrink.padding import (conv_map, conv_pads,
+                                            depthwise_map, pool_map)
+from tf1prune.export.shrink.frozen_graph import attr_ints, attr_str, split_input
+
+
+def spatial_size(g, tensor):
+  """[H, W] of a rank-4 tensor if both are known, else None."""
+  shape = g.shapes.get(tensor)
+  if not shape or len(shape) != 4 or None in shape[1:3]:
+    return None
+  return shape[1:3]
+
+
+def full(value, size):
+  """A `[1, 1, C]` or `[H, W, C]` value as `[H, W, C]`."""
+  return np.broadcast_to(value, (size[0], size[1], value.shape[-1]))
+
+
+def layer_pads(g, node, kernel):
+  """Zero padding of a Conv2D or depthwise `node`, [(top, bottom), (left,
+  right)]; None if it pads (or may pad) an input of unknown size."""
+  padding = attr_str(node, 'padding', 'VALID')
+  size = spatial_size(g, split_input(node.input[0])[0])
+  if padding == 'SAME' and size is None:
+    return None
+  pads = conv_pads(size, kernel, attr_ints(node, 'strides', [1] * 4)[1:3],
+                   attr_ints(node, 'dilations', [1] * 4)[1:3], padding,
+                   attr_ints(node, 'explicit_paddings', [0] * 8))
+  return pads if size is not None or not np.any(pads) else None
+
+
+def extra_count(g, layer):
+  """How many of `layer`'s last input channels are extra channels."""
+  return sum(rows for rows, _ in g.extra.get(layer.node.name, ()))
+
+
+def empty_filters(g, layer):
+  """bool [O]: the outputs of `layer` whose weights on its data inputs (the
+  extra channels left out) are all zero."""
+  weight = g.value(layer.weight)
+  if layer.kind != 'dense':
+    weight = weight[:, :, :weight.shape[2] - extra_count(g, layer)]
+  return ~weight.reshape(-1, weight.shape[-1]).any(axis=0)
+
+
+def source_value(g, layer):
+  """float64 [1, 1, O] or [H', W', O]: what `layer` outputs where its data
+  weights are zero (0, or what its extra channels give)."""
+  weight = g.value(layer.weight)
+  count = extra_count(g, layer)
+  if not count:
+    return np.zeros((1, 1, weight.shape[-1]))
+  source = split_input(layer.node.input[0])[0]
+  size = spatial_size(g, source)
+  pads = layer_pads(g, layer.node, weight.shape[:2])
+  if size is None or pads is None:
+    return np.full((1, 1, weight.shape[-1]), np.nan)
+  patterns = [np.ones(list(size) + [rows]) if pattern is None else pattern
+              for rows, pattern in g.extra[layer.node.name]]
+  return conv_map(np.concatenate(patterns, axis=-1),
+                  weight[:, :, weight.shape[2] - count:], pads,
+                  attr_ints(layer.node, 'strides', [1] * 4)[1:3],
+                  attr_ints(layer.node, 'dilations', [1] * 4)[1:3])
+
+
+def _unknown(x, per, reasons, node, why):
+  """NaN where `x` is not 0 everywhere (each input channel gives `per`)."""
+  zero = ~np.any(x, axis=(0, 1))
+  reasons.append((node.name, node.op, why))
+  return np.where(np.repeat(zero, per), 0.0, np.nan)[None, None]
+
+
+def _const4(g, const):
+  value = g.value(const).astype(np.float64)
+  if value.ndim == 4:
+    return value[0]
+  return value.reshape((1, 1, -1)) if value.size > 1 else value.reshape(())
+
+
+def _depthwise(g, op, x, reasons):
+  node, weight = op.node, g.value(op.const).astype(np.float64)
+  pads = layer_pads(g, node, weight.shape[:2])
+  strides = attr_ints(node, 'strides', [1] * 4)[1:3]
+  dilations = attr_ints(node, 'dilations', [1] * 4)[1:3]
+  if x.shape[:2] == (1, 1) and pads is not None and not np.any(pads):
+    return (x[0, 0, :, None] * weight.sum(axis=(0, 1))).reshape(1, 1, -1)
+  size = spatial_size(g, split_input(node.input[0])[0])
+  if pads is None or size is None:
+    return _unknown(x, weight.shape[-1], reasons, node,
+                    'the input size of this depthwise conv is unknown')
+  return depthwise_map(full(x, size), weight, pads, strides, dilations)
+
+
+def _elementwise(g, op, inputs):
+  args, values = [], iter(inputs)
+  for index in range(len(g.inputs(op.node))):
+    args.append(next(values) if index in op.inputs else _const4(g, op.const))
+  return op.rule.value(lambda key, default: g.attr(op.node, key, default),
+                       *args)
+
+
+def _pad(g, op, x, size, reasons):
+  pads, fill, mode = op.extra
+  node = op.node
+  if not np.any(pads):
+    return x
+  if mode != 'CONSTANT':
+    if x.shape[:2] == (1, 1):    # mirroring a constant gives the constant
+      return x
+    if size is None:
+      return _unknown(x, 1, reasons, node, 'the input size of this '
+                      'MirrorPad is unknown')
+    return np.pad(full(x, size), [tuple(p) for p in pads] + [(0, 0)],
+                  mode.lower())
+  if size is None:
+    if fill:
+      return _unknown(np.ones_like(x), 1, reasons, node,
+                      'the input size of this Pad is unknown')
+    return _unknown(x, 1, reasons, node, 'the input size of this Pad is '
+                    'unknown')
+  return np.pad(full(x, size), [tuple(p) for p in pads] + [(0, 0)],
+                'constant', constant_values=fill)
+
+
+def _reshape(g, op, x, reasons):
+  rows = op.extra
+  if x.shape[:2] == (1, 1):
+    return np.tile(x[0, 0], rows)[None, None]
+  if x.shape[0] * x.shape[1] == rows:
+    return x.reshape(1, 1, -1)
+  return _unknown(np.tile(x.any(axis=(0, 1)), rows)[None, None], 1, reasons,
+                  op.node, 'the reshape puts positions of a map into the '
+                  'batch')
+
+
+def _apply(g, op, inputs, reasons):
+  """The value of `op`'s output from its inputs' values (`tf1prune.channels`
+  gives the NumPy function of each element-wise op and reduction)."""
+  node, kind, x = op.node, op.kind, inputs[0]
+  if kind == 'elementwise':
+    return _elementwise(g, op, inputs)
+  if kind == 'concat':
+    shapes = [v.shape[:2] for v in inputs if v.shape[:2] != (1, 1)]
+    if shapes:
+      inputs = [full(v, shapes[0]) for v in inputs]
+    return np.concatenate(inputs, axis=-1)
+  if kind == 'depthwise':
+    return _depthwise(g, op, x, reasons)
+  if kind == 'reshape':
+    return _reshape(g, op, x, reasons)
+  if kind == 'lrn':
+    value = op.rule.value(None, x)
+    if np.isnan(value).any():
+      reasons.append((node.name, node.op, op.rule.why))
+    return value
+  size = spatial_size(g, split_input(node.input[0])[0])
+  if kind == 'reduce':
+    return op.rule.value(x, None if size is None else size[0] * size[1])
+  if kind == 'pool':
+    if x.shape[:2] == (1, 1):   # max ignores padding, avg counts valid only
+      return x
+    kernel = attr_ints(node, 'ksize', [1] * 4)[1:3]
+    strides = attr_ints(node, 'strides', [1] * 4)[1:3]
+    pads = conv_pads(size, kernel, strides, [1, 1],
+                     attr_str(node, 'padding', 'VALID'))
+    return pool_map(x, node.op, kernel, pads, strides)
+  if kind == 'pad':
+    return _pad(g, op, x, size, reasons)
+  raise ValueError('unknown region op kind %r' % kind)
+
+
+def propagate(g, region, position=None):
+  """Values of every region tensor when its sources output 0.
+
+  Args:
+    g: the `FrozenGraph`.
+    region: a `Region`.
+    position: {node name: topological index}; computed when None.
+
+  Returns:
+    ({tensor: float64 [1, 1, C] or [H, W, C]}, [(node, op, reason)] where
+    values could not be known: the node is the op whose output they are).
+  """
+  if position is None:
+    position = {name: i for i, name in enumerate(g.order())}
+  values, reasons = {}, []
+  for layer in region.sources:
+    values[layer.node.name] = source_value(g, layer)
+  with np.errstate(all='ignore'):
+    for op in sorted(region.ops, key=lambda o: position[o.node.name]):
+      inputs = []
+      for index in op.inputs:
+        name = split_input(op.node.input[index])[0]
+        inputs.append(values.get(name, np.full(
+            (1, 1, region.ids[name].size), np.nan)))
+      count = len(reasons)
+      values[op.output] = np.asarray(_apply(g, op, inputs, reasons),
+                                     np.float64)
+      if len(reasons) == count and all(np.isfinite(v).all() for v in inputs) \
+          and not np.isfinite(values[op.output]).all():
+        reasons.append((op.node.name, op.node.op, 'the constant a removed '
+                        'channel has is not finite after this %s' %
+                        op.node.op))
+  for name, ids in region.ids.items():
+    if name not in values:
+      values[name] = np.full((1, 1, ids.size), np.nan)
+  return values, reasons

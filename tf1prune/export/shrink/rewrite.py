@@ -1,0 +1,380 @@
+"""Removes the emptied channels of one region and folds what they gave.
+
+    >>> import numpy as np, tensorflow.compat.v1 as tf
+    >>> from tf1prune.export.shrink.frozen_graph import FrozenGraph
+    >>> from tf1prune.export.shrink.regions import explore, find_layers
+    >>> from tf1prune.export.shrink.rewrite import shrink_region
+    >>> w = np.ones([2, 3], np.float32); w[:, 1] = 0.0
+    >>> with tf.Graph().as_default() as g:
+    ...   x = tf.placeholder(tf.float32, [None, 2], name='x')
+    ...   h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w, name='a'), [1., 2., 3.]))
+    ...   y = tf.matmul(h, np.ones([3, 1], np.float32), name='y')
+    >>> view = FrozenGraph(g.as_graph_def(), ['y'])
+    >>> region = explore(view, find_layers(view)[0], 'a')
+    >>> shrink_region(view, region, True)
+    (1, [])
+    >>> sink, _ = region.sinks[0]
+    >>> view.value(sink.weight).shape, view.nodes['y'].op   # y: an Add now
+    ((2, 1), 'Add')
+
+A class of the region is removed when every source element of it is an
+all-zero filter, no use of the region pins it, its value is a known
+constant everywhere, and every sink can take it; one class of each tensor
+stays, so that no tensor is empty. Removing a class deletes it from the
+sources' weights (output axis), the per-channel constants of the region
+ops, the depthwise weights (input axis), reshape targets, and the sinks'
+weights (input axis). What the removed inputs gave a sink, when it is the
+same at every output position, is added to the sink's bias (or by a new Add
+of a `[C]` constant when it has none); where a zero-padded conv (or a value
+that varies over the positions) makes it vary, the conv reads the removed
+values as extra input channels (`extra_channels`), unless their pattern
+would cost more parameters than the channels (then they stay);
+`fold_borders=False`: such channels stay unless their value is 0.
+"""
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from tf1prune.export.shrink import lrn
+from tf1prune.export.shrink.frozen_graph import attr_ints, split_input
+from tf1prune.export.shrink.regions import channel_const
+from tf1prune.export.shrink.report import ShrinkStop
+from tf1prune.export.shrink.padding import conv_map
+from tf1prune.export.shrink.extra_channels import append_channels, extra_channels
+from tf1prune.export.shrink.removed_values import (empty_filters, full, layer_pads,
+                                            propagate, spatial_size)
+
+
+def own_bias(g, layer, channels):
+  """The const bias right after `layer` (BiasAdd/Add), or None."""
+  if layer.node.name in g.outputs:
+    return None
+  users = g.consumers(layer.node.name)
+  if not users or len(users) != 1:
+    return None
+  node, index = users[0]
+  if node.op not in ('BiasAdd', 'BiasAddV1', 'Add', 'AddV2'):
+    return None
+  const = channel_const(g, node, 1 - index, channels)
+  if const is None or g.value(const).shape != (channels,):
+    return None
+  return const
+
+
+def _insert_add(g, after, value):
+  """Adds constant `value` to node `after`'s output with a new Add node.
+
+  The Add takes over every consumer of `after`; if `after` is a graph output,
+  the Add takes its name and `after` becomes `<after>/shrink_unfolded`.
+  Returns the new const's name.
+  """
+  base = after + ('/shrink_unfolded' if after in g.outputs else '/shrink_fold')
+  name, i = base, 1
+  while name in g.nodes or name + '/value' in g.nodes:
+    name, i = '%s_%d' % (base, i), i + 1
+  dtype = tf.as_dtype(value.dtype).as_datatype_enum
+  const = g.graph_def.node.add(name=name + '/value', op='Const')
+  const.attr['dtype'].type = dtype
+  add = g.graph_def.node.add(name=name, op='Add', input=[after, const.name])
+  add.attr['T'].type = dtype
+  if after in g.outputs:        # swap names: the output keeps its name
+    original = g.nodes[after]
+    original.name, add.name = name, after
+    add.input[0] = name
+    g.nodes[name], g.nodes[after] = original, add
+    g.users[name] = [(add, 0, 0)]
+    g.shapes[name] = g.shapes.get(after)
+  else:
+    for node, index, _ in g.users.get(after, []):
+      node.input[index] = name
+    g.users[name] = g.users.pop(after, [])
+    g.users[after] = [(add, 0, 0)]
+    g.nodes[name] = add
+    g.shapes[name] = g.shapes.get(after)
+  g.nodes[const.name] = const
+  g.users[const.name] = [(add, 1, 0)]
+  g.set_value(const.name, value)
+  return const.name
+
+
+def _contribution(g, layer, x, rows):
+  """What inputs `rows` of `layer`, of value `x` [h, w, r], add to its
+  output: float64 [O] or [H', W', O]."""
+  weight = g.value(layer.weight).astype(np.float64)
+  if layer.kind == 'dense':
+    return x.reshape(-1).dot(weight[rows])
+  kernel = weight[:, :, rows, :]
+  pads = layer_pads(g, layer.node, weight.shape[:2])
+  if x.shape[:2] == (1, 1) and not np.any(pads):
+    return x.reshape(-1).dot(kernel.sum(axis=(0, 1)))
+  size = spatial_size(g, split_input(layer.node.input[0])[0])
+  return conv_map(full(x, size), kernel, pads,
+                  attr_ints(layer.node, 'strides', [1] * 4)[1:3],
+                  attr_ints(layer.node, 'dilations', [1] * 4)[1:3])
+
+
+def _uniform(value):
+  """`value` ([O] or [H', W', O]) as [O] if it is the same everywhere."""
+  if value.ndim == 3:
+    center = value[value.shape[0] // 2, value.shape[1] // 2]
+    if np.abs(value - center).max() <= 1e-12 * np.abs(value).max():
+      return center
+    return None
+  return value
+
+
+def _fold(g, layer, value, keep):
+  """Adds `value` [O], the same at every position, to `layer`'s output:
+  to its own bias, or with a new Add node (of the `keep` outputs when the
+  layer loses outputs in the same region)."""
+  dtype = g.value(layer.weight).dtype
+  outputs = g.value(layer.weight).shape[-1]
+  bias = own_bias(g, layer, outputs)
+  if bias is not None:
+    old = g.value(bias)
+    g.set_value(bias, (old.astype(np.float64) + value).astype(old.dtype))
+  elif np.any(value):
+    value = value[keep] if keep is not None else value
+    const = _insert_add(g, layer.node.name, value.astype(dtype))
+    g.folded.setdefault(layer.node.name, []).append(const)
+
+
+def _sink_update(g, layer, x, rows, keep):
+  """What removing input `rows` (value `x`) of sink `layer` needs: None, or
+  the extra channels (pattern, weights) that carry it to a padded conv."""
+  if not np.any(x):
+    return None
+  value = _contribution(g, layer, x, rows)
+  uniform = _uniform(value)
+  if uniform is not None:
+    _fold(g, layer, uniform, keep)
+    return None
+  kernel = g.value(layer.weight)[:, :, rows, :]
+  pattern, weights, base = _cheapest_channels(g, layer, x, kernel)
+  if base is not None:
+    _fold(g, layer, _contribution(g, layer, base[None, None], rows), keep)
+  return pattern, weights, _padded_ones(g, layer, pattern)
+
+
+def _cheapest_channels(g, layer, x, kernel):
+  """`extra_channels` of `x` for `layer`: ones padded like the data where
+  that is the pattern, else with the interior value in the bias where the
+  conv reads no padding and that saves a channel."""
+  pattern, weights, base = extra_channels(x, kernel)
+  if _padded_ones(g, layer, pattern) is not None or not _unpadded(g, layer):
+    return pattern, weights, base
+  folded = extra_channels(x, kernel, fold=True)
+  return folded if folded[1].shape[2] < weights.shape[2] else (
+      pattern, weights, base)
+
+
+def _unpadded(g, layer):
+  """True if conv `layer` reads no padding (a constant input gives the same
+  output everywhere)."""
+  pads = layer_pads(g, layer.node, g.value(layer.weight).shape[:2])
+  return pads is not None and not np.any(pads)
+
+
+def _padded_ones(g, layer, pattern):
+  """(tensor, paddings) if `pattern` is ones that the Pad before `layer`
+  pads with zeros, else None."""
+  if pattern is None or pattern.shape[-1] != 1:
+    return None
+  node = g.nodes.get(split_input(layer.node.input[0])[0])
+  if node is None or node.op not in ('Pad', 'PadV2') or \
+      split_input(layer.node.input[0])[1] != 0:
+    return None
+  pads = g.const_behind(node.input[1])
+  fill = g.const_behind(node.input[2]) if node.op == 'PadV2' else np.zeros(1)
+  size = spatial_size(g, split_input(node.input[0])[0])
+  if pads is None or fill is None or size is None or pads.shape != (4, 2) \
+      or np.any(pads[[0, 3]]) or np.any(fill):
+    return None
+  ones = np.pad(np.ones(size), [tuple(p) for p in pads[1:3].tolist()],
+                'constant')
+  if ones.shape != pattern.shape[:2] or np.any(ones != pattern[..., 0]):
+    return None
+  return node.input[0], pads
+
+
+def _first_sum(region, position, classes, cls):
+  """The first residual add or sub whose output holds class `cls`."""
+  for op in sorted(region.ops, key=lambda o: position.get(o.node.name, 0)):
+    if op.kind == 'elementwise' and len(op.inputs) > 1 and \
+        cls in classes[op.output]:
+      return op.node
+  return None
+
+
+def _decide(g, region, fold_borders, position, classes, values, reasons,
+            objective):
+  """({class: (node, op, reason)} of classes that stay, dead source ids)."""
+  block, dead = {}, set()
+  for tensor, why in region.pins:
+    for c in classes[tensor]:
+      block.setdefault(c, why)
+  live = set()
+  for layer in region.sources:
+    empty = empty_filters(g, layer)
+    for c, is_empty in zip(classes[layer.node.name], empty):
+      (dead if is_empty else live).add(c)
+  for c in dead & live:
+    node = _first_sum(region, position, classes, c)
+    where = (node.name, node.op) if node is not None else ('', '')
+    block.setdefault(c, where + ('not every member of this add drops the '
+                                 'channel: another layer keeps it',))
+  why = reasons[0] if reasons else ('', '', 'the channel is not a known '
+                                    'constant')
+  caused = dict((r[0], r) for r in reasons)   # the op whose output it is
+  for tensor, value in values.items():
+    bad = ~np.isfinite(value).all(axis=(0, 1))
+    for c in classes[tensor][bad]:
+      block.setdefault(c, caused.get(tensor, why))
+  for layer, tensor in region.sinks:
+    if layer.kind != 'conv':
+      continue
+    value = values[tensor]
+    pads = layer_pads(g, layer.node, g.value(layer.weight).shape[:2])
+    nonzero = np.any(value, axis=(0, 1))
+    node = (layer.node.name, layer.node.op)
+    if pads is None:
+      limit = 'the input size of %s is unknown' % layer.node.name
+    elif not fold_borders and (np.any(pads) or value.shape[:2] != (1, 1)):
+      limit = '%s zero-pads its input (fold_borders=False)' % layer.node.name
+    else:
+      continue
+    for c in classes[tensor][nonzero]:
+      block.setdefault(c, node + (limit + ': only channels whose constant '
+                                  'is 0 are removed',))
+  _block_costly_maps(g, region, classes, values, dead, block, position,
+                     objective)
+  for tensor in region.ids:
+    gone = [c for c in classes[tensor] if c in dead and c not in block]
+    if len(gone) == classes[tensor].size:
+      block[gone[0]] = (tensor, g.nodes[tensor].op,
+                        'every output channel is empty; one is kept')
+  return block, dead
+
+
+def _padded_before(g, region, position, classes, c, sink):
+  """(name, op) of the last padded depthwise conv, Pad or pool before `sink`
+  that holds class `c`: where a constant channel became a map."""
+  limit = position.get(sink.node.name, len(position))
+  found = (sink.node.name, sink.node.op)
+  for op in sorted(region.ops, key=lambda o: position.get(o.node.name, 0)):
+    if position.get(op.node.name, 0) >= limit:
+      break
+    if op.kind in ('depthwise', 'pad', 'pool') and c in classes[op.output]:
+      found = (op.node.name, op.node.op)
+  return found
+
+
+def _block_costly_maps(g, region, classes, values, dead, block, position,
+                       objective):
+  """Keeps the channels whose values vary over the positions at a conv that
+  would need a `[1, H, W, k]` pattern for them costing more parameters than
+  its weights on them (`objective='params'`; for 'flops' the extra channels
+  never outnumber the rows they replace, so nothing is kept)."""
+  if objective == 'flops':
+    return
+  for layer, tensor in region.sinks:
+    if layer.kind != 'conv':
+      continue
+    rows = np.array([i for i, c in enumerate(classes[tensor])
+                     if c in dead and c not in block], np.int64)
+    x = values[tensor][..., rows] if rows.size else None
+    if x is None or x.shape[:2] == (1, 1) or not np.isfinite(x).all() or \
+        layer_pads(g, layer.node, g.value(layer.weight).shape[:2]) is None:
+      continue
+    if _uniform(_contribution(g, layer, x, rows)) is not None:
+      continue
+    kernel = g.value(layer.weight)[:, :, rows, :]
+    pattern, weights, _ = _cheapest_channels(g, layer, x, kernel)
+    if pattern is None or _padded_ones(g, layer, pattern) is not None or \
+        pattern.size + weights.size < kernel.size:
+      continue
+    flat = x.reshape(-1, rows.size)
+    varying = flat.max(axis=0) != flat.min(axis=0)
+    for c in classes[tensor][rows[varying]]:
+      name, op = _padded_before(g, region, position, classes, c, layer)
+      block.setdefault(c, (name, op,
+                           'the removed channels vary over the positions '
+                           'after this zero-padded op (at %s): an exact '
+                           '[1, H, W, k] pattern of them would cost more '
+                           'parameters than keeping them (shrink objective '
+                           'params)' % layer.node.name))
+
+
+def _delete(g, const, mask, axis=-1):
+  value = g.value(const)
+  if value.ndim and value.shape[axis] == mask.size and mask.any():
+    g.set_value(const, np.delete(value, np.flatnonzero(mask), axis=axis))
+
+
+def shrink_region(g, region, fold_borders, position=None, objective='flops'):
+  """Removes the removable classes of `region` from `g`.
+
+  `objective` is what the cost rule for position-dependent removed channels
+  minimizes: 'flops' (they always go, as at most as many extra channels) or
+  'params' (they stay where their pattern costs more parameters).
+
+  Returns:
+    (number of channel classes removed, [ShrinkStop] for the empty source
+    channels that stay).
+  """
+  if position is None or any(op.node.name not in position
+                             for op in region.ops):
+    position = {name: i for i, name in enumerate(g.order())}
+  if region.broken is not None:
+    stops = []
+    for layer in region.sources:
+      count = int(empty_filters(g, layer).sum())
+      if count:
+        stops.append(ShrinkStop(layer.node.name, region.broken[0],
+                                region.broken[1], region.broken[2], count))
+    return 0, stops
+  classes = {t: region.classes(t) for t in region.ids}
+  values, reasons = propagate(g, region, position)
+  block, dead = _decide(g, region, fold_borders, position, classes, values,
+                        reasons, objective)
+  removed = np.array(sorted(c for c in dead if c not in block), np.int64)
+  stops = []
+  for layer in region.sources:
+    kept = {}
+    empty = empty_filters(g, layer)
+    for c, is_empty in zip(classes[layer.node.name], empty):
+      if is_empty and c in block:
+        kept[block[c]] = kept.get(block[c], 0) + 1
+    stops.extend(ShrinkStop(layer.node.name, node, op, reason, count)
+                 for (node, op, reason), count in kept.items())
+  if not removed.size:
+    return 0, stops
+  mask = {t: np.isin(c, removed) for t, c in classes.items()}
+  sources = set(layer.node.name for layer in region.sources)
+  for layer, tensor in region.sinks:
+    rows = np.flatnonzero(mask[tensor])
+    if not rows.size:
+      continue
+    keep = ~mask[layer.node.name] if layer.node.name in sources else None
+    extra = _sink_update(g, layer, values[tensor][..., rows], rows, keep)
+    _delete(g, layer.weight, mask[tensor], axis=-2)
+    if extra is not None:
+      g.folded.setdefault(layer.node.name, []).extend(
+          append_channels(g, layer, *extra))
+  for layer in region.sources:
+    _delete(g, layer.weight, mask[layer.node.name])
+  for op in region.ops:
+    if op.kind == 'elementwise' and op.const is not None:
+      _delete(g, op.const, mask[op.output])
+    elif op.kind == 'depthwise':
+      _delete(g, op.const, mask[split_input(op.node.input[0])[0]], axis=2)
+    elif op.kind == 'lrn' and mask[op.output].any():
+      g.lrn[op.node.name] = (lrn.rewrite(g, op.node,
+                                         np.flatnonzero(~mask[op.output])),
+                             mask[op.output].size)
+    elif op.kind == 'reshape' and op.const is not None and \
+        g.value(op.const)[-1] != -1:
+      target = g.value(op.const).copy()
+      target[-1] = int((~mask[op.output]).sum())
+      g.set_value(op.const, target)
+  return int(removed.size), stops

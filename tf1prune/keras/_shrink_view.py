@@ -1,0 +1,271 @@
+"""Which channels of a Keras model go together: a Keras-layer view.
+
+    >>> import keras
+    >>> from tf1prune.keras._shrink_view import trace
+    >>> x = keras.Input((4, 4, 3), name='x')
+    >>> a = keras.layers.Conv2D(8, 1, name='a')(x)
+    >>> b = keras.layers.Conv2D(8, 1, name='b')(x)
+    >>> y = keras.layers.ReLU(name='r')(keras.layers.Add(name='add')([a, b]))
+    >>> [(c.layer.name, c.kind) for c in trace(keras.Model(x, y))]
+    [('x', 'input'), ('a', 'conv'), ('b', 'conv'), ('add', 'merge'), ('r', 'elementwise')]
+
+`trace(model)` lists the layer calls of a Sequential or functional model in
+topological order, each as a `Call`: the layer, its channel behaviour (its
+*kind*), the ids of its input tensors and of its output tensor, and for a
+layer the shrink does not go through, the reason. The kinds (the last axis
+is the channel axis, channels_last only):
+
+| kind | layers | channel `c` of the output |
+|---|---|---|
+| `input` | `InputLayer` | a channel of the data: never removed |
+| `dense`, `conv` | `Dense`, `Conv2D` (groups 1) | a filter of the layer (new channels) |
+| `separable` | `SeparableConv2D` | a filter of its pointwise kernel |
+| `depthwise` | `DepthwiseConv2D` | input channel `c // multiplier` |
+| `elementwise` | activations, `ReLU`, `BatchNormalization`, dropouts | input channel `c` |
+| `pool` | max / average pooling (2D, 1D, global) | input channel `c` (constant stays constant) |
+| `pad` | `ZeroPadding2D` | input channel `c` (a constant is no longer one) |
+| `merge` | `Add`, `Subtract`, `Multiply`, `Average`, `Maximum`, `Minimum` | channel `c` of every input: ties them |
+| `concat` | `Concatenate` on the last axis | channel `c - offset` of input `i` |
+| `flatten` | `Flatten`, `Reshape` to `(H*W*C,)` | row `r` reads input channel `r % C` |
+| `reshape` | `Reshape` keeping the last axis (SE: `[N, C]` -> `[N, 1, 1, C]`) | input channel `c` |
+| `stop` | anything else | its inputs keep all channels (`Call.reason`) |
+
+The kinds come from the one channel table of `tf1prune.channels` (the rows
+the graph shrink and `find_channel_groups` use): each layer class, and each
+activation, stands for the TF op type it computes (`OP_TYPES`,
+`ACTIVATION_OPS`), whose row says how channels go through it; the ties are
+made by `tf1prune.channels`' union-find and `tie`. The rebuild
+(`tf1prune.keras._shrink_build`) and the channel classes
+(`tf1prune.keras._shrink_plan`) work from it.
+"""
+
+import collections
+
+import numpy as np
+import tensorflow as tf
+
+from tf1prune.channels import rule_of
+
+__all__ = ['ACTIVATION_OPS', 'Call', 'KINDS', 'OP_TYPES', 'activation_stops',
+           'classify', 'op_type', 'trace']
+
+KINDS = ('input', 'dense', 'conv', 'separable', 'depthwise', 'elementwise',
+         'pool', 'pad', 'merge', 'concat', 'flatten', 'reshape', 'stop')
+
+# Keras layer class -> the TF op type whose row of the channel table
+# (tf1prune.channels.table) says how channels go through the layer.
+OP_TYPES = {
+    'InputLayer': 'Placeholder',
+    'Dense': 'MatMul',
+    'Conv2D': 'Conv2D',
+    'SeparableConv2D': 'Conv2D',
+    'DepthwiseConv2D': 'DepthwiseConv2dNative',
+    'BatchNormalization': 'FusedBatchNormV3',
+    'ReLU': 'Relu',
+    'LeakyReLU': 'LeakyRelu',
+    'ELU': 'Elu',
+    'Dropout': 'Identity',
+    'SpatialDropout2D': 'Identity',
+    'GaussianNoise': 'Identity',
+    'GaussianDropout': 'Identity',
+    'AlphaDropout': 'Identity',
+    'ActivityRegularization': 'Identity',
+    'Identity': 'Identity',
+    'MaxPooling2D': 'MaxPool',
+    'AveragePooling2D': 'AvgPool',
+    'MaxPooling1D': 'MaxPool',
+    'AveragePooling1D': 'AvgPool',
+    'GlobalAveragePooling2D': 'Mean',
+    'GlobalMaxPooling2D': 'Max',
+    'GlobalAveragePooling1D': 'Mean',
+    'GlobalMaxPooling1D': 'Max',
+    'ZeroPadding2D': 'Pad',
+    'Add': 'AddV2',
+    'Subtract': 'Sub',
+    'Multiply': 'Mul',
+    'Average': 'AddN',
+    'Maximum': 'Maximum',
+    'Minimum': 'Minimum',
+    'Concatenate': 'ConcatV2',
+    'Flatten': 'Reshape',
+    'Reshape': 'Reshape',
+}
+# A Keras activation -> its op type. hard_sigmoid, hard_swish, gelu and mish
+# are element-wise compositions of rows of the table (Relu6, Mul, Add, Erf,
+# Softplus, Tanh): 'Identity' stands for "element-wise".
+ACTIVATION_OPS = {
+    'linear': 'Identity', 'relu': 'Relu', 'relu6': 'Relu6', 'elu': 'Elu',
+    'selu': 'Selu', 'sigmoid': 'Sigmoid', 'tanh': 'Tanh',
+    'softplus': 'Softplus', 'softsign': 'Softsign', 'swish': 'Swish',
+    'silu': 'Swish', 'exponential': 'Exp', 'leaky_relu': 'LeakyRelu',
+    'hard_sigmoid': 'Identity', 'hard_swish': 'Identity',
+    'hard_silu': 'Identity', 'gelu': 'Identity', 'mish': 'Identity',
+    'softmax': 'Softmax', 'log_softmax': 'LogSoftmax'}
+_LAYERS = {'Dense': 'dense', 'Conv2D': 'conv', 'SeparableConv2D': 'separable'}
+_MERGES = ('Add', 'Subtract', 'Multiply', 'Average', 'Maximum', 'Minimum')
+
+
+def op_type(layer):
+  """The channel table's op type for a Keras layer (None: not in it)."""
+  name = type(layer).__name__
+  if name == 'Activation':
+    return ACTIVATION_OPS.get(activation_name(layer))
+  return OP_TYPES.get(name)
+
+
+def activation_stops(layer):
+  """Why a layer's own activation mixes its channels (None if it does not)."""
+  op = ACTIVATION_OPS.get(activation_name(layer))
+  if op is None:
+    return 'its activation %s is not one the shrink knows' % (
+        activation_name(layer))
+  rule = rule_of(op)
+  return rule.why if rule.kind == 'stop' else None
+
+
+class Call(collections.namedtuple('Call', ['layer', 'kind', 'inputs',
+                                           'output', 'shape', 'reason'])):
+  """One layer call: `inputs` and `output` are tensor ids (see `trace`),
+  `shape` the output's static shape (a tuple, None for the batch)."""
+
+
+def activation_name(layer):
+  """The name of a layer's `activation` config entry ('linear' if none)."""
+  value = layer.get_config().get('activation', 'linear')
+  if isinstance(value, dict):   # Keras 3 may serialize it as a dict.
+    value = value.get('config', value.get('class_name', ''))
+    value = value if isinstance(value, str) else str(value)
+  return value or 'linear'
+
+
+def _shape(tensor):
+  return tuple(tensor.shape)
+
+
+def classify(layer, in_shapes, out_shape):
+  """(kind, reason): the channel behaviour of one layer call.
+
+  The kind comes from the channel table's row of the layer's op type
+  (`op_type`): `layer` rows are Dense / conv layers, `elementwise` rows
+  element-wise layers (merges when they take several inputs), `reduce` and
+  `pool` rows pools, `reshape` rows flattens or channel-keeping reshapes.
+
+  Args:
+    layer: the Keras layer.
+    in_shapes: the static shapes of its inputs (tuples, None unknown).
+    out_shape: the static shape of its output.
+
+  Returns:
+    (kind, None), or ('stop', why) for a layer the shrink cannot go through.
+  """
+  name = type(layer).__name__
+  if name == 'InputLayer':
+    return 'input', None
+  op = op_type(layer)
+  if op is None:
+    return 'stop', ('%s is not a layer the shrink knows (it keeps the '
+                    'channels of its inputs)' % (
+                        name if name != 'Activation' else
+                        'the activation ' + activation_name(layer)))
+  rule = rule_of(op)
+  if rule.kind == 'stop':
+    return 'stop', rule.why
+  config = layer.get_config()
+  if config.get('data_format', 'channels_last') != 'channels_last':
+    return 'stop', 'only channels_last layers are shrunk'
+  last = [s[-1] if s else None for s in in_shapes]
+  if None in last or not out_shape or out_shape[-1] is None:
+    return 'stop', 'its channel count is not known statically'
+  if rule.kind == 'layer':
+    if name == 'Conv2D' and config.get('groups', 1) != 1:
+      return 'stop', 'grouped convolutions are not shrunk'
+    return _LAYERS[name], None
+  if name == 'BatchNormalization':
+    axis = config.get('axis', -1)
+    axis = axis if isinstance(axis, int) else (
+        axis[0] if len(axis) == 1 else None)
+    if axis is None or axis % len(in_shapes[0]) != len(in_shapes[0]) - 1:
+      return 'stop', 'batch norm over an axis other than the last'
+  if rule.kind == 'elementwise' and name in _MERGES:
+    if len(set(last)) != 1:
+      return 'stop', 'its inputs do not line up channel by channel'
+    return 'merge', None
+  if rule.kind == 'concat' and config.get('axis', -1) % len(out_shape) != (
+      len(out_shape) - 1):
+    return 'stop', 'a concat on an axis other than the channels'
+  if rule.kind == 'reshape':
+    return _reshape_kind(in_shapes[0], out_shape)
+  return {'reduce': 'pool'}.get(rule.kind, rule.kind), None
+
+
+def _reshape_kind(in_shape, out_shape):
+  inner = in_shape[1:]
+  if None in inner or None in out_shape[1:]:
+    return 'stop', 'a reshape of a tensor whose shape is not known'
+  if len(out_shape) == 2 and out_shape[-1] == int(np.prod(inner)):
+    return 'flatten', None
+  if out_shape[-1] == in_shape[-1]:
+    return 'reshape', None
+  return 'stop', 'a reshape that does not keep the channels apart'
+
+
+def _node_inputs(node):
+  inputs = getattr(node, 'keras_inputs', None)    # tf_keras / Keras 2
+  if inputs is None:
+    inputs = node.input_tensors                   # Keras 3
+  return tf.nest.flatten(inputs)
+
+
+def _history(tensor):
+  history = tensor._keras_history   # pylint: disable=protected-access
+  return history[0], history[1]
+
+
+def trace(model):
+  """The layer calls of `model`, inputs first, in topological order.
+
+  Returns:
+    A list of `Call`. Tensor ids are `id()` of the model's symbolic tensors;
+    `Call.output` of the last calls are `model.outputs`.
+
+  Raises:
+    ValueError: `model` has no symbolic inputs and outputs (a subclassed or
+      unbuilt model), a layer is called more than once, or a layer returns
+      more than one tensor.
+  """
+  outputs = getattr(model, 'outputs', None)
+  if not outputs or not getattr(model, 'inputs', None):
+    raise ValueError('shrinking needs a Sequential or functional model with '
+                     'known inputs and outputs; %r has none (build it with '
+                     'keras.Input, or as keras.Model(inputs, outputs))'
+                     % model.name)
+  calls, seen = [], {}
+
+  def visit(tensor):
+    layer, node_index = _history(tensor)
+    if id(layer) in seen:
+      if seen[id(layer)] != id(tensor):
+        raise ValueError('layer %r is called more than once (shared '
+                         'layers are not shrunk); give each call its own '
+                         'layer' % layer.name)
+      return
+    seen[id(layer)] = id(tensor)
+    if getattr(layer, 'layers', None):
+      raise ValueError('layer %r is a nested model; shrink a model whose '
+                       'layers are plain layers (flatten the nesting first)'
+                       % layer.name)
+    node = layer._inbound_nodes[node_index]   # pylint: disable=protected-access
+    if len(tf.nest.flatten(node.outputs)) != 1:
+      raise ValueError('layer %r returns several tensors; the shrink needs '
+                       'one output per layer' % layer.name)
+    inputs = [] if type(layer).__name__ == 'InputLayer' else _node_inputs(node)
+    for parent in inputs:
+      visit(parent)
+    kind, reason = classify(layer, [_shape(t) for t in inputs],
+                            _shape(tensor))
+    calls.append(Call(layer, kind, [id(t) for t in inputs], id(tensor),
+                      _shape(tensor), reason))
+
+  for tensor in list(model.inputs) + list(outputs):
+    visit(tensor)
+  return calls
