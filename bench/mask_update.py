@@ -124,7 +124,7 @@ def _ratios(samples, base):
 
 def _measure(size, repeats, alternatives, threads):
   with tf.Graph().as_default():
-    step = tf.train.get_or_create_global_step()
+    tf.train.get_or_create_global_step()
     init = np.random.RandomState(0).randn(size).astype(np.float32)
     weight = tf.get_variable('w', initializer=init)
     tf1prune.apply_mask(weight, 'layer')

@@ -1,6 +1,5 @@
 """A layer whose channels are the model's outputs is not filter-pruned."""
 
-import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 

@@ -9,7 +9,6 @@ MobileNet-v2-style net with SE and swish and on a tf_slim ResNet v1.
 
 import contextlib
 
-import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 

@@ -171,7 +171,7 @@ def test_demo_filters_model_loses_whole_filters_and_shrinks_exactly(demo):
   outputs = []
   for path in (os.path.join(folder, 'model_unshrunk.pb'),
                s['filters']['pb_path']):
-    with tf.Graph().as_default() as graph:
+    with tf.Graph().as_default():
       tf.import_graph_def(compare.load_graph_def(path), name='')
       with tf.Session() as sess:
         outputs.append(sess.run('logits:0', {'images:0': images}))

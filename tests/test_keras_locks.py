@@ -1,7 +1,5 @@
 """tf1prune.keras locks: bit-identical locked entries under every optimizer."""
 
-import os
-
 import numpy as np
 import pytest
 import tensorflow as tf

@@ -1,6 +1,5 @@
 """Locks: pinned entries stay bit-identical under every optimizer and restore."""
 
-import os
 import re
 
 import numpy as np
@@ -242,7 +241,7 @@ def _pruned_session_values(compose):
   """Locks entries 0..4 of a 10x10 weight 1..100, prunes to 0.9 twice."""
   init = np.arange(1.0, 101.0, dtype=np.float32).reshape(10, 10)
   w = tf.get_variable('fc/weights', initializer=init)
-  step = tf.train.get_or_create_global_step()
+  tf.train.get_or_create_global_step()
   locked = np.zeros((10, 10), bool)
   locked[0, :5] = True          # the 5 smallest magnitudes
   locked[9, 9] = True           # the largest

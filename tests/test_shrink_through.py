@@ -6,7 +6,6 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from graph_support import const as _const, run as _run, run_in
-from tf1prune.export import graph_io
 from tf1prune.export.shrink.run import shrink_graph_def
 from tf1prune.export.shrink.prepare import fold_constants
 

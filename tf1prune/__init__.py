@@ -11,8 +11,31 @@ model_pruning, on TF 1.15 and TF 2.x (`tensorflow.compat.v1`).
 Importing tf1prune changes nothing in TensorFlow's global state.
 """
 
+import sys as _sys
+
+try:
+  import tensorflow as _tf  # pylint: disable=unused-import
+except ImportError as _error:
+  # tf1prune declares no TensorFlow dependency (tensorflow, tensorflow-cpu,
+  # tensorflow-gpu, tensorflow-macos, ... all provide it), so it says what to
+  # install instead of failing deep inside a submodule. A TensorFlow that is
+  # installed but broken keeps its own error.
+  if getattr(_error, 'name', None) != 'tensorflow':
+    raise
+  raise ImportError(
+      'tf1prune needs TensorFlow 1.15 or 2.x and no TensorFlow is installed '
+      'for this Python (%s, %s). tf1prune does not install one (so it never '
+      'replaces the TensorFlow of an environment); install one of:\n'
+      '  TensorFlow 2.x:  pip install tensorflow-cpu  (or tensorflow, or '
+      'pip install "tf1prune[tf]")\n'
+      '  TensorFlow 1.15, on Python 3.7:  pip install "tensorflow==1.15.5" '
+      '"numpy<1.19" "protobuf<3.21"  (or tensorflow-gpu==1.15.5)'
+      % (_sys.executable, _sys.version.split()[0])) from None
+del _sys, _tf
+
 from tf1prune import _moved
-from tf1prune import slim_compat  # use_tf1prune_batch_norm(): tf_slim.nets on TF 2.x
+# tf1prune.slim_compat.use_tf1prune_batch_norm(): tf_slim.nets on TF 2.x.
+from tf1prune import slim_compat  # noqa: F401
 from tf1prune.channel_groups import (ChannelGroup, GroupMember,
                                      find_channel_groups, format_channel_groups)
 from tf1prune.export import (ShrinkReport, StripReport, TrainingGraphError,

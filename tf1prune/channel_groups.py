@@ -48,7 +48,6 @@ not followed.
 
 import collections
 
-import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.channels import Forward, GraphView, UnionFind

@@ -47,7 +47,7 @@ import tensorflow as tf
 
 from tf1prune.keras import _version
 
-__all__ = ['Pin', 'hook_optimizer', 'pin_of', 'pins', 'weight_of']
+__all__ = ['hook_optimizer', 'pin_of', 'pins', 'weight_of']
 
 _CLASSES = {}
 _CONSTRAINT_ATTRS = {'recurrent_kernel': 'recurrent_constraint',
