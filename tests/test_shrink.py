@@ -235,7 +235,8 @@ def test_channel_mixing_ops_stop_the_shrink_and_say_why(kind, reason):
   assert 'kept 1 empty output channel(s) of ' in report.format_table()
 
 
-@pytest.mark.parametrize('radius,beta', [(2, 0.75), (5, 0.5), (1, 1.0), (3, 0.6)])
+@pytest.mark.parametrize('radius,beta',
+                         [(2, 0.75), (5, 0.5), (1, 1.0), (3, 0.6)])
 def test_lrn_loses_channels_that_are_0_there_and_becomes_a_band_conv(
     radius, beta):
   # contrib's CIFAR-10 net: conv -> relu -> pool -> LRN -> conv. Filters 1, 4
