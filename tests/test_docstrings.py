@@ -14,13 +14,17 @@ _MODULES = sorted(
     if not name.startswith('tf1prune.keras'))
 
 
-@pytest.mark.parametrize('name', _MODULES)
-def test_module_examples_run(name):
+def _run_examples(name):
   module = importlib.import_module(name)
   with tf.Graph().as_default():
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
   assert result.failed == 0, '%d of %d examples in %s failed' % (
       result.failed, result.attempted, name)
+
+
+@pytest.mark.parametrize('name', _MODULES)
+def test_module_examples_run(name):
+  _run_examples(name)
 
 
 def test_every_module_docstring_opens_with_an_example():
@@ -38,8 +42,4 @@ def _example_modules():
 @pytest.mark.parametrize('name', _example_modules())
 def test_example_module_examples_run(name):
   """cifar10_example runs from the checkout; its `>>>` examples run too."""
-  module = importlib.import_module(name)
-  with tf.Graph().as_default():
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-  assert result.failed == 0, '%d of %d examples in %s failed' % (
-      result.failed, result.attempted, name)
+  _run_examples(name)
