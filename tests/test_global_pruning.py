@@ -5,9 +5,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune.masks._global import global_masks
-from tf1prune.masks._granularity import Block, Element
-from tf1prune.masks._select import magnitude_mask
+from tf1prune.masks import Block, Element, global_masks, magnitude_mask
 import np_reference
 
 

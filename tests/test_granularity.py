@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1prune.masks._granularity import Block, Element
-from tf1prune.masks._select import magnitude_mask
+from tf1prune.masks import Block, Element, magnitude_mask
 import np_reference
 
 

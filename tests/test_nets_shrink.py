@@ -13,10 +13,6 @@ import pytest
 import tf1prune
 import nets_shrink_support as support
 
-_CHANNELS = ('waits on the channels branch: the shrink does not yet go '
-             'through SE gates (Mul of two tensors, Reshape to [N, 1, 1, C]) '
-             'and swish / hard-swish Muls')
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize('name', [
@@ -24,13 +20,7 @@ _CHANNELS = ('waits on the channels branch: the shrink does not yet go '
         raises=AssertionError, strict=True, reason='8 indicator channels '
         'per 1x1 conv after a stride-1 padded depthwise conv: FLOPs x0.303 '
         'against the ideal x0.274 at 64x64 (11% over; no stops left)')),
-    'mobilenet_v2',
-    pytest.param('se_resnet', marks=pytest.mark.xfail(
-        raises=AssertionError, strict=True, reason=_CHANNELS)),
-    pytest.param('efficientnet_b0', marks=pytest.mark.xfail(
-        raises=AssertionError, strict=True, reason=_CHANNELS)),
-    pytest.param('mobilenet_v3_small', marks=pytest.mark.xfail(
-        raises=AssertionError, strict=True, reason=_CHANNELS))])
+    'mobilenet_v2', 'se_resnet', 'efficientnet_b0', 'mobilenet_v3_small'])
 def test_pruned_mobile_net_shrinks_to_its_ideal_with_equal_outputs(
     name, tmp_path):
   net = support.prune_net(name, 64, str(tmp_path))

@@ -14,8 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 import np_reference
 import tf1prune
-from tf1prune.masks._granularity import Block
-from tf1prune.masks._select import magnitude_mask
+from tf1prune.masks import Block, magnitude_mask
 
 DTYPES = [np.float16, np.float32, np.float64]
 

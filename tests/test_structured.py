@@ -5,9 +5,9 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune.masks import _structured as structured
+from tf1prune import masks as structured
 from tf1prune import spec as spec_module
-from tf1prune.masks._select import magnitude_mask
+from tf1prune.masks import magnitude_mask
 import np_reference
 
 SPARSITIES = [0.0, 0.3, 0.5, 0.9]

@@ -49,7 +49,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.channel_groups import find_channel_groups
-from tf1prune.masks._coupled import CoupledFilter
+from tf1prune.masks import CoupledFilter
 
 __all__ = ['CoupledTargets', 'locked_units', 'plan_coupled']
 

@@ -31,10 +31,8 @@ skipped with a warning.
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.masks._global import global_masks
-from tf1prune.masks._granularity import Element
 from tf1prune.masking import masked_weight_records
-from tf1prune.masks._select import magnitude_mask
+from tf1prune.masks import Element, global_masks, magnitude_mask
 
 __all__ = ['LotteryTicket', 'round_sparsity']
 

@@ -24,8 +24,7 @@ import collections
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.masks import _global as global_pruning
-from tf1prune.masks import _select as thresholds
+from tf1prune.masks import global_masks, histogram_threshold, magnitude_mask
 
 __all__ = ['MaskUnit', 'compute_masks', 'threshold_selector']
 
@@ -74,10 +73,9 @@ def threshold_selector(selection, old_threshold):
 
   def select(scores, sparsity):
     if selection.method == 'histogram':
-      t = smooth(thresholds.histogram_threshold(scores, sparsity,
-                                                selection.nbins))
+      t = smooth(histogram_threshold(scores, sparsity, selection.nbins))
       return keep(scores, t, True), t
-    mask, t = thresholds.magnitude_mask(scores, sparsity)
+    mask, t = magnitude_mask(scores, sparsity)
     if decay == 0.0:
       return mask, t
     t = smooth(t)
@@ -110,7 +108,7 @@ def compute_masks(plan, units, sparsity, sparsity_of):
     if not members:
       continue
     with tf.name_scope('global_pruning'):
-      masks = global_pruning.global_masks(
+      masks = global_masks(
           [(u.weights, u.granularity) for u in members], sparsity,
           threshold_selector(plan.selection, members[0].threshold))
     for unit, (mask, threshold) in zip(members, masks):

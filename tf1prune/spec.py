@@ -27,10 +27,9 @@ import numbers
 import re
 
 from tf1prune.hparams import _DEFAULTS, HParams, get_pruning_hparams
-from tf1prune.masks._coupled import REDUCTIONS, CoupledFilter
-from tf1prune.masks._granularity import Element
-from tf1prune.masks._structured import (IMPORTANCES, NM, ChannelBlock, Filter,
-                                        InputChannel, Kernel)
+from tf1prune.masks import (IMPORTANCES, NM, REDUCTIONS, ChannelBlock,
+                            CoupledFilter, Element, Filter, InputChannel,
+                            Kernel)
 from tf1prune.plan import PruningPlan, WeightSpec
 from tf1prune.regex_maps import RegexList, RegexMap
 from tf1prune.schedule import PolynomialDecaySparsity

@@ -241,7 +241,7 @@ def _match(patterns, candidates, flag):
 
 def _magnitude_masks(tf, jobs, progress=None):
   """jobs: list of (scores array, sparsity) -> list of (mask, threshold)."""
-  from tf1prune.masks._select import magnitude_mask
+  from tf1prune.masks import magnitude_mask
   results = []
   notify(progress, 'pruning weights', 0, len(jobs))
   with tf.Graph().as_default(), tf.Session() as sess:

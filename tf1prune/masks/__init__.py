@@ -20,14 +20,17 @@ Each is a small class with one method, `compute_mask(weight, sparsity,
 select)`.
 """
 
-from tf1prune.masks._coupled import (CoupledFilter, CoupledUnits,
+from tf1prune.masks._coupled import (REDUCTIONS, CoupledFilter, CoupledUnits,
                                      coupled_filter_masks, unit_keep_count)
+from tf1prune.masks._global import global_masks
 from tf1prune.masks._granularity import Block, Element, Granularity
-from tf1prune.masks._select import keep_count, magnitude_mask
+from tf1prune.masks._select import (histogram_threshold, keep_count,
+                                    magnitude_mask)
 from tf1prune.masks._structured import (IMPORTANCES, NM, ChannelBlock, Filter,
                                         InputChannel, Kernel)
 
 __all__ = ['Block', 'ChannelBlock', 'CoupledFilter', 'CoupledUnits', 'Element',
            'Filter', 'Granularity',
-           'IMPORTANCES', 'InputChannel', 'Kernel', 'NM', 'keep_count',
-           'coupled_filter_masks', 'magnitude_mask', 'unit_keep_count']
+           'IMPORTANCES', 'InputChannel', 'Kernel', 'NM', 'REDUCTIONS',
+           'coupled_filter_masks', 'global_masks', 'histogram_threshold',
+           'keep_count', 'magnitude_mask', 'unit_keep_count']
