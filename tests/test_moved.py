@@ -3,6 +3,7 @@ warn with the path to use and the release that removes them."""
 
 import importlib
 import sys
+import warnings
 
 import pytest
 
@@ -48,3 +49,21 @@ def test_documented_old_names_import():
 def test_unknown_module_still_fails():
   with pytest.raises(ImportError):
     importlib.import_module('tf1prune.no_such_module')
+
+
+def test_moved_name_warns_and_is_the_new_one():
+  import tf1prune.hparams
+  import tf1prune.spec
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    old = tf1prune.hparams.validate_hparams
+  assert old is tf1prune.spec.validate_hparams
+  assert [w.category for w in caught] == [DeprecationWarning]
+  message = str(caught[0].message)
+  assert 'tf1prune.spec' in message and _moved.REMOVED_IN in message
+
+
+def test_unknown_name_of_a_module_with_moved_names_still_fails():
+  import tf1prune.hparams
+  with pytest.raises(AttributeError, match='no_such_name'):
+    getattr(tf1prune.hparams, 'no_such_name')

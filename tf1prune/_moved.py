@@ -64,6 +64,12 @@ OLD_TO_NEW = {
     'tf1prune.export._table': 'tf1prune.export.table',
 }
 
+# module -> {name that moved out of it: the module that now holds it}.
+# Each module listed defines `__getattr__ = moved_names(__name__)`.
+OLD_NAMES = {
+    'tf1prune.hparams': {'validate_hparams': 'tf1prune.spec'},
+}
+
 
 def public_path(new):
   """The path a user should import instead: the module, or its package when
@@ -93,6 +99,23 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
   def exec_module(self, module):
     del module  # Already executed under its new name.
+
+
+def moved_names(module):
+  """A module `__getattr__` that gives, with a DeprecationWarning, the names
+  `OLD_NAMES[module]` lists from their new module (imported on first use, so
+  that the old module need not import it: no import circle)."""
+  moved = OLD_NAMES[module]
+
+  def getattr_(name):
+    if name not in moved:
+      raise AttributeError('module %r has no attribute %r' % (module, name))
+    warnings.warn(
+        '%s.%s is deprecated: import it from %s instead (the old path is '
+        'removed in tf1prune %s)' % (module, name, moved[name], REMOVED_IN),
+        DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(moved[name]), name)
+  return getattr_
 
 
 def install():

@@ -17,6 +17,8 @@ built. This module depends on no other module of tf1prune.
 import json
 import re
 
+from tf1prune._moved import moved_names
+
 __all__ = ['HParams', 'get_pruning_hparams']
 
 # name=value or name=[v1,v2,...], each pair ended by a comma or the string's end.
@@ -184,3 +186,7 @@ def get_pruning_hparams():
   return HParams(**dict((n, list(v) if isinstance(v, list) else v)
                         for n, v in _DEFAULTS))
 
+
+# `validate_hparams` lived here in 0.1; it is in `tf1prune.spec` now (which
+# imports this module).
+__getattr__ = moved_names(__name__)
