@@ -27,6 +27,14 @@ except:
 `spread(node, ids)`, if given, may replace the input ids of a depthwise conv
 before they are spread (the training walk adds its filter as a member).
 Tensors are keyed by `view.key(tensor)`.
+
+The training walk uses `Forward` as it is. The shrink's `RegionWalk`
+(`tf1prune.export.shrink.regions`) is the same propagation over the frozen
+view, seeded at every layer, with stricter conditions in its hooks: `takes`
+(the inputs that make a node visited, and that `classify` counts as
+carrying channels), `classify` (a `ChannelOp`, or a record with its fields,
+or why not), `ended` (where the channels end), `input_ids` (the ids of an
+input that has none yet), `fits` (the output's ids) and `visited`.
 """
 
 from tf1prune.channels.classify import classify
@@ -62,6 +70,31 @@ class Forward(object):
   def carries(self, tensor):
     return self.view.key(tensor) in self.ids
 
+  def takes(self, tensor):
+    """True if a node that reads `tensor` is visited, and `classify`
+    counts it as carrying channels: it has ids (`carries`)."""
+    return self.carries(tensor)
+
+  def classify(self, node):
+    """(ChannelOp, None), or (None, why) where the channels end."""
+    return classify(self.view, node, self.takes)
+
+  def ended(self, node, why):
+    """The channels that `node` takes end there, `why`."""
+
+  def input_ids(self, node, tensor):
+    """The ids of `tensor`, an input that `node` carries on; None: `node`
+    is left (its output gets no ids)."""
+    return self.ids.get(self.view.key(tensor))
+
+  def fits(self, node, found, out):
+    """True if `out` (None: the widths do not fit `found`) are the ids of
+    `node`'s output."""
+    return out is not None
+
+  def visited(self, node, found):
+    """`node`'s output has its ids."""
+
   def run(self):
     """Visits every node whose output has no ids yet, in view order."""
     for node in self.view.walk_order():
@@ -77,14 +110,15 @@ class Forward(object):
   def _visit(self, node):
     view = self.view
     inputs = view.inputs(node)
-    carried = [i for i, t in enumerate(inputs) if self.carries(t)]
+    carried = [i for i, t in enumerate(inputs) if self.takes(t)]
     if not carried:
       return
-    found, _ = classify(view, node, self.carries)
+    found, why = self.classify(node)
     if found is None:
+      self.ended(node, why)
       if view.op_type(node) in OUTPUT_OPS:
         for i in carried:
-          self._mark(self.outputs, self.ids[view.key(inputs[i])],
+          self._mark(self.outputs, self.ids.get(view.key(inputs[i]), ()),
                      'they reach %s (%s)' % (view.op_type(node),
                                              view.name(node)))
       return
@@ -93,11 +127,15 @@ class Forward(object):
         if self.carries(tensor):
           self.ids[view.key(out)] = self.ids[view.key(tensor)]
       return
-    ids = {i: self.ids[view.key(inputs[i])] for i in found.inputs}
+    ids = {}
+    for i in found.inputs:
+      ids[i] = self.input_ids(node, inputs[i])
+      if ids[i] is None:
+        return
     if found.kind == 'depthwise' and self._spread is not None:
       ids[0] = self._spread(node, ids[0])
     out = combine(self.sets, found, ids)
-    if out is None:
+    if not self.fits(node, found, out):
       return
     if found.rule.additive:
       for index in found.loose:
@@ -105,3 +143,4 @@ class Forward(object):
             'added to %s, which no masked weight produces (in %s)' % (
                 view.key(inputs[index]), view.name(node))))
     self.ids[view.key(view.output(node))] = out
+    self.visited(node, found)
