@@ -19,29 +19,32 @@
     >>> region.classes('cat')[:3].tolist() == region.classes('a').tolist()
     True
 
-A region starts at the output of a Conv2D or MatMul layer and grows through
-every op that keeps channels apart, both forward (to the users of a tensor)
-and backward (to the producers of the other inputs of an add, a multiply or
-a concat). Which ops those are, and how they tie channels, is the op table
-of `tf1prune.channels` (its frozen view: every input that is not a constant
-carries channels); the shrink adds what it needs to edit them: a
-per-channel parameter must be a constant used by that op only, a Reshape's
-target too. A `StridedSlice` of channel 0:1 read only by `Shape` (the extra
-ones channel of `extra_channels`) reads no channel: it is passed by. It
-ends at the inputs of the next Conv2D and MatMul layers (the sinks) and at
-the layers that produce its tensors (the sources).
+The regions of a graph come from one propagation: `RegionWalk` is the
+`tf1prune.channels.Forward` of the training walk, run once over the frozen
+view with every Conv2D and MatMul output seeded. Which ops keep channels
+apart, and how they tie them, is the op table of `tf1prune.channels`
+(every input that is not a constant carries channels); the shrink adds what
+it needs to edit them: a per-channel parameter must be a constant used by
+that op only, a Reshape's target too. An input that no layer's channels
+reach (an identity shortcut from the input) gets channels of its own, which
+its producer pins. A region is a set of tensors the walk's ops join (a
+concat joins tensors whose channels stay apart): it ends at the inputs of
+the next Conv2D and MatMul layers (the sinks) and at the layers that
+produce its tensors (the sources). A `StridedSlice` of channel 0:1 read only
+by `Shape` (the extra ones channel of `extra_channels`) reads no channel.
 
-Channel elements of the region's tensors are tied into classes (union-find):
-a class is one channel that can only be removed everywhere at once. A tensor
-used by anything else (a graph output, an LRN, a shape read, ...) pins its
-channels, with the reason.
+Channel elements are tied into classes (the walk's union-find): a class is
+one channel that can only be removed everywhere at once. A tensor used by
+anything else (a graph output, an LRN, a shape read, ...) pins its
+channels, with the reason; an op that reads an output other than 0, or
+whose widths do not fit, breaks its regions.
 """
 
 import collections
 
 import numpy as np
 
-from tf1prune.channels import UnionFind, rule_of, tie
+from tf1prune.channels import Forward, UnionFind, rule_of
 from tf1prune.channels import classify as classify_channels
 from tf1prune.export.shrink.frozen_graph import attr_str, split_input
 from tf1prune.export.shrink.lrn import rewritten_lrn
@@ -51,8 +54,11 @@ Layer = collections.namedtuple('Layer', ['node', 'kind', 'weight'])
 # 'concat', 'depthwise', 'reshape'); inputs: the indices of the region's
 # inputs; const: the per-channel const (elementwise), the depthwise weight or
 # the reshape target, else None; extra: as the `ChannelOp`'s; rule: its row.
+# loose: the inputs that carry no channels (none: the shrink edits no
+# such op).
 Op = collections.namedtuple('Op', ['kind', 'node', 'inputs', 'output',
-                                   'const', 'extra', 'rule'])
+                                   'const', 'extra', 'rule', 'loose'],
+                            defaults=[()])
 _KINDS = {'Conv2D': 'conv', 'MatMul': 'dense',
           'DepthwiseConv2dNative': 'depthwise'}
 
@@ -201,104 +207,233 @@ def classify_node(g, node):
 
 
 class Region(object):
-  """Tensors whose channels are tied, with their sources, sinks and pins."""
+  """Tensors whose channels are tied, with their sources, sinks and pins.
 
-  def __init__(self):
-    self.ids = collections.OrderedDict()  # tensor -> element ids
-    self.sets = UnionFind()
+  Attributes:
+    ids: {tensor: int64 array of its channel elements}, the first layer's
+      output first.
+    sets: the `UnionFind` of the elements (the walk's).
+    ops: the `Op`s between the tensors.
+    sources: the `Layer`s that output tensors of the region.
+    sinks: [(Layer, tensor)]: the layers that read a tensor as their data.
+    pins: [(tensor, (node, op, reason))]: a use that keeps its channels.
+    broken: None, or (node, op, reason): the channels do not line up.
+  """
+
+  def __init__(self, sets=None):
+    self.ids = collections.OrderedDict()
+    self.sets = UnionFind() if sets is None else sets
     self.ops = []
-    self.sources = []     # Layer
-    self.sinks = []       # (Layer, tensor)
-    self.pins = []        # (tensor, (node, op, reason))
-    self.broken = None    # (node, op, reason): channels do not line up
-
-  def add(self, tensor, channels):
-    self.ids[tensor] = self.sets.add(channels)
+    self.sources = []
+    self.sinks = []
+    self.pins = []
+    self.broken = None
 
   def classes(self, tensor):
     return np.array([self.sets.find(i) for i in self.ids[tensor]], np.int64)
 
 
-def _tie(region, op):
-  """Unions the channel elements that `op` ties; False if they do not fit."""
-  ids = {i: list(region.ids[split_input(op.node.input[i])[0]])
-         for i in op.inputs}
-  return tie(region.sets, op, ids, list(region.ids[op.output]))
+class RegionWalk(Forward):
+  """`Forward` over the frozen view, seeded at every Conv2D/MatMul layer.
 
+  The shrink's hooks: every input that is not a constant carries channels;
+  a node passes if the shrink can edit it (`classify`); an input that no
+  layer's channels reach gets ids of its own (its producer pins them); an
+  op that reads an output other than 0, an input whose channels are unknown
+  or widths that do not fit breaks its regions. Besides the elements'
+  union-find, `tensors` joins the tensors of each op passed: a region is one
+  of its sets (a concat joins tensors whose channels stay apart).
 
-def explore(g, layers, start):
-  """The Region around the output tensor `start` of a layer in `layers`."""
-  region, seen, queue = Region(), set(), []
+  Args:
+    g: the `FrozenGraph`.
+    layers: {name: Layer}, as `find_layers` gives.
+  """
 
-  def add_tensor(name, at):
-    if name in region.ids:
-      return True
-    shape = g.shapes.get(name)
-    if not shape or shape[-1] is None:
-      region.broken = (at.name, at.op, 'the channels of %s are unknown' % name)
+  def __init__(self, g, layers):
+    super(RegionWalk, self).__init__(g)
+    self.g = g
+    self.layers = dict((name, layer) for name, layer in layers.items()
+                       if layer.kind != 'depthwise')
+    self.tensors = UnionFind()
+    self._index = {}      # tensor -> its element of `tensors`
+    self.ops = {}         # node name -> Op
+    self.why = {}         # node name -> why the channels end there
+    self.origins = set()  # tensors whose producer the shrink does not remove
+    self.breaks = {}      # tensor -> (node, op, reason)
+    self.broken = set()   # the nodes that break their regions
+    self._known = set(g.nodes)
+    self._groups = None
+    for name in self.layers:
+      shape = g.shapes.get(name)
+      if not shape or shape[-1] is None:
+        self.breaks[name] = (name, g.nodes[name].op,
+                             'the channels of %s are unknown' % name)
+      else:
+        self.seed(name, shape[-1])
+        self._join([name])
+    self.position = {}
+    self.run()
+
+  def run(self, nodes=None):
+    """Visits `nodes` (default: all, in `g.order()`, which `position`
+    numbers) whose output has no ids yet."""
+    if nodes is None:
+      order = self.g.order()
+      self.position = dict((name, i) for i, name in enumerate(order))
+      nodes = [self.g.nodes[n] for n in order]
+    self._groups = None
+    for node in nodes:
+      if not self.carries(node.name):
+        self._visit(node)
+
+  def update(self):
+    """Walks the nodes the shrink added since (the Add of a folded constant
+    after a layer, extra channels, LRN rewrites); each is placed just after
+    its inputs in `position`."""
+    added = [n for n in self.g.nodes if n not in self._known]
+    self._known.update(added)
+    pending, order = set(added), []
+    while pending:
+      ready = [n for n in added if n in pending and not pending.intersection(
+          split_input(i)[0] for i in self.g.nodes[n].input)]
+      if not ready:   # a cycle: the graph does not import anyway
+        ready = [n for n in added if n in pending]
+      for name in ready:
+        pending.discard(name)
+        order.append(name)
+        self.position[name] = 1e-3 + max([self.position.get(
+            split_input(i)[0], -1) for i in self.g.nodes[name].input] + [-1])
+    self.run([self.g.nodes[n] for n in order])
+
+  def _join(self, tensors):
+    for t in tensors:
+      if t not in self._index:
+        self._index[t] = int(self.tensors.add()[0])
+    self.tensors.union([self._index[tensors[0]]] * (len(tensors) - 1),
+                       [self._index[t] for t in tensors[1:]])
+
+  def _break(self, node, reason):
+    """Marks the tensors of `node` (and gives its output ids): the regions
+    they are in do not line up."""
+    why = (node.name, node.op, reason)
+    self.broken.add(node.name)
+    shape = self.g.shapes.get(node.name)
+    if not self.carries(node.name) and shape and shape[-1] is not None:
+      self.seed(node.name, shape[-1])
+      self._join([node.name])
+    for tensor in [node.name] + self.g.inputs(node):
+      name, port = split_input(tensor)
+      if port == 0 and self.carries(name):
+        self.breaks.setdefault(name, why)
+
+  def takes(self, tensor):
+    return not _is_const(self.g, tensor)
+
+  def classify(self, node):
+    return classify(self.g, node)
+
+  def input_ids(self, node, tensor):
+    name, port = split_input(tensor)
+    if port != 0:
+      self._break(node, 'it reads an output other than 0')
+      return None
+    if not self.carries(name):
+      shape = self.g.shapes.get(name)
+      if not shape or shape[-1] is None:
+        self._break(node, 'the channels of %s are unknown' % name)
+        return None
+      self.seed(name, shape[-1])
+      self._join([name])
+      self.origins.add(name)
+    return self.ids[name]
+
+  def ended(self, node, why):
+    self.why[node.name] = why
+
+  def fits(self, node, found, out):
+    shape = self.g.shapes.get(node.name)
+    if out is None or not shape or shape[-1] != len(out):
+      self._break(node, 'its channels do not line up')
       return False
-    region.add(name, shape[-1])
-    queue.append(name)
     return True
 
-  def add_op(op):
-    seen.add(op.node.name)
-    names = [split_input(op.node.input[i]) for i in op.inputs]
-    if any(port != 0 for _, port in names):
-      region.broken = (op.node.name, op.node.op, 'it reads an output other '
-                       'than 0')
-      return
-    for name in [n for n, _ in names] + [op.output]:
-      if not add_tensor(name, op.node):
-        return
-    region.ops.append(op)
-    if not _tie(region, op):
-      region.broken = (op.node.name, op.node.op, 'its channels do not line up')
+  def visited(self, node, found):
+    self.ops[node.name] = found
+    self._join([node.name] + [split_input(node.input[i])[0]
+                              for i in found.inputs])
 
-  def pin(tensor, node, reason):
+  def _members(self, start):
+    if self._groups is None:
+      self._groups = collections.defaultdict(list)
+      for tensor in sorted(self._index, key=lambda t: self.position.get(
+          t, len(self.position))):
+        self._groups[self.tensors.find(self._index[tensor])].append(tensor)
+    group = self._groups[self.tensors.find(self._index[start])]
+    return [start] + [t for t in group if t != start]
+
+  def region(self, start):
+    """The Region of the output tensor `start` of a Conv2D/MatMul layer."""
+    g, region = self.g, Region(self.sets)
+    region.sources.append(self.layers[start])
+    if not self.carries(start):
+      region.broken = self.breaks[start]
+      return region
+    members = self._members(start)
+    for tensor in members:
+      region.ids[tensor] = np.asarray(self.ids[tensor], np.int64)
+      if region.broken is None:
+        region.broken = self.breaks.get(tensor)
+      op = self.ops.get(tensor)
+      if op is not None:
+        region.ops.append(op)
+      elif tensor in self.layers:
+        if tensor != start:
+          region.sources.append(self.layers[tensor])
+    for tensor in members:
+      self._uses(region, tensor)
+    return region
+
+  def _pin(self, region, tensor, node, reason):
     where = (node.name, node.op)
-    lrn = rewritten_lrn(g, node.name)
+    lrn = rewritten_lrn(self.g, node.name)
     if lrn is not None:   # the ops an LRN became still normalize
       where, reason = (lrn, 'LRN'), rule_of('LRN').why
     region.pins.append((tensor, where + (reason,)))
 
-  region.sources.append(layers[start])
-  add_tensor(start, g.nodes[start])
-  while queue and region.broken is None:
-    tensor = queue.pop(0)
-    producer = g.nodes[tensor]
-    layer = layers.get(tensor)
-    if layer is not None and layer.kind != 'depthwise':
-      if layer not in region.sources:
-        region.sources.append(layer)
-    elif tensor not in seen:
-      op, why = classify(g, producer)
-      if op is None:
-        pin(tensor, producer, 'its channels come from this %s, which the '
-            'shrink does not remove' % producer.op)
-      else:
-        add_op(op)
+  def _uses(self, region, tensor):
+    """Adds the sinks and pins of `tensor`'s producer and users."""
+    g, producer = self.g, self.g.nodes[tensor]
+    if tensor in self.origins:
+      self._pin(region, tensor, producer, 'its channels come from this %s, '
+                'which the shrink does not remove' % producer.op)
     if tensor in g.outputs:
-      pin(tensor, producer, 'it is a graph output')
+      self._pin(region, tensor, producer, 'it is a graph output')
     for user, index, port in g.users.get(tensor, []):
       if port != 0:
-        pin(tensor, user, 'an output other than 0 is used')
+        self._pin(region, tensor, user, 'an output other than 0 is used')
         continue
-      layer = layers.get(user.name)
-      if layer is not None and layer.kind != 'depthwise':
-        rank = _rank(g, tensor)
-        if index != 0 or rank != (4 if layer.kind == 'conv' else 2):
-          pin(tensor, user, 'it is not the data input of this layer')
+      layer = self.layers.get(user.name)
+      if layer is not None:
+        if index != 0 or _rank(g, tensor) != (4 if layer.kind == 'conv'
+                                              else 2):
+          self._pin(region, tensor, user,
+                    'it is not the data input of this layer')
         elif (layer, tensor) not in region.sinks:
           region.sinks.append((layer, tensor))
         continue
-      if user.name in seen or reads_shape_only(g, user):
+      if user.name in self.broken or reads_shape_only(g, user):
         continue
-      op, why = classify(g, user)
+      op = self.ops.get(user.name)
+      why = self.why.get(user.name)
+      if op is None and why is None:   # a user that reads no channels
+        op, why = classify(g, user)
       if op is not None and index not in op.inputs:
         op, why = None, 'it reads the tensor as a parameter'
       if op is None:
-        pin(tensor, user, why)
-      else:
-        add_op(op)
-  return region
+        self._pin(region, tensor, user, why)
+
+
+def explore(g, layers, start):
+  """The Region around the output tensor `start` of a layer in `layers`
+  (one `RegionWalk`; `shrink_graph_def` keeps one walk per round)."""
+  return RegionWalk(g, layers).region(start)

@@ -55,7 +55,7 @@ from tf1prune.export.shrink.rewrite import own_bias, shrink_region
 from tf1prune.export.shrink.removed_values import empty_filters, extra_count
 from tf1prune.export.shrink.frozen_graph import FrozenGraph, static_shapes
 from tf1prune.export.shrink.prepare import prepare_graph_def
-from tf1prune.export.shrink.regions import explore, find_layers
+from tf1prune.export.shrink.regions import RegionWalk, find_layers
 from tf1prune.export.shrink.report import LayerShrink, ShrinkReport, ShrinkStop
 
 _MAX_ROUNDS = 32
@@ -115,17 +115,19 @@ def _write_back(g):
 
 def _round(g, layers, fold_borders, objective, progress=None, stage=''):
   """One pass over the layers with empty outputs: (changed, stops)."""
-  position = {name: i for i, name in enumerate(g.order())}
+  walk = RegionWalk(g, layers)
   done, stops, changed = set(), [], False
   for count, (name, layer) in enumerate(layers.items()):
     notify(progress, stage, count, len(layers))
     if layer.kind == 'depthwise' or name in done or \
         not _empty_outputs(g, layer):
       continue
-    region = explore(g, layers, name)
+    region = walk.region(name)
     done.update(region.ids)
-    removed, found = shrink_region(g, region, fold_borders, position,
+    removed, found = shrink_region(g, region, fold_borders, walk.position,
                                    objective)
+    if removed:
+      walk.update()
     changed = changed or removed > 0
     stops.extend(found)
   notify(progress, stage, len(layers), len(layers))
