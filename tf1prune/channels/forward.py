@@ -93,7 +93,7 @@ class Forward(object):
     return out is not None
 
   def visited(self, node, found):
-    """`node`'s output has its ids."""
+    """`node` passes (`found`): its output gets the ids `fits` took."""
 
   def run(self):
     """Visits every node whose output has no ids yet, in view order."""
@@ -137,10 +137,10 @@ class Forward(object):
     out = combine(self.sets, found, ids)
     if not self.fits(node, found, out):
       return
+    self.visited(node, found)
     if found.rule.additive:
       for index in found.loose:
         self._mark(self.blocked, out, (
             'added to %s, which no masked weight produces (in %s)' % (
                 view.key(inputs[index]), view.name(node))))
     self.ids[view.key(view.output(node))] = out
-    self.visited(node, found)
