@@ -1,4 +1,4 @@
-"""Which channels go together: one op table, one union-find, two views.
+"""Which channels go together: one op table, one union-find, one propagation.
 
     >>> import tensorflow.compat.v1 as tf
     >>> from tf1prune.channels import GraphView, classify, rule_of
@@ -16,12 +16,18 @@ answered here, once:
 - `classify`: a node's `ChannelOp` (which inputs carry channels, which are
   per-channel parameters, the concat widths, depthwise multiplier, ...) or
   why its channels end there;
-- `propagate`: the `UnionFind` of channel elements and `combine` / `tie`,
-  which union the elements an op ties;
+- `propagate`: the `UnionFind` of channel elements and `combine`, which
+  unions the elements an op ties;
 - `forward`: `Forward`, the propagation from seed tensors through a view
   (the training walk; it marks blocked channels and the model's outputs);
 - `graph_view`: `GraphView`, the training `tf.Graph`; the frozen GraphDef's
   view is the shrink's `FrozenGraph` (`tf1prune.export.shrink.frozen_graph`).
+
+There is one propagation: the training walk is `Forward` as it is; the
+shrink's regions come from `RegionWalk` (`tf1prune.export.shrink.regions`),
+the same `Forward` run once over the frozen view with every Conv2D and
+MatMul output seeded, the shrink's stricter conditions (constants it can
+edit, what pins a channel, what breaks a region) in `Forward`'s hooks.
 
 The view protocol (what `classify` and `Forward` call; a Keras-layer view
 implements the same methods):
@@ -45,10 +51,10 @@ Nodes and tensors are whatever the view likes (`tf.Operation` / `tf.Tensor`,
 from tf1prune.channels.classify import ChannelOp, classify, per_channel
 from tf1prune.channels.forward import Forward
 from tf1prune.channels.graph_view import GraphView
-from tf1prune.channels.propagate import UnionFind, combine, tie
+from tf1prune.channels.propagate import UnionFind, combine
 from tf1prune.channels.table import (OUTPUT_OPS, POSITIONAL, RULES, Rule,
                                      passes_value, rule_of)
 
 __all__ = ['ChannelOp', 'Forward', 'GraphView', 'OUTPUT_OPS', 'POSITIONAL', 'RULES',
            'Rule', 'UnionFind', 'classify', 'combine', 'passes_value',
-           'per_channel', 'rule_of', 'tie']
+           'per_channel', 'rule_of']

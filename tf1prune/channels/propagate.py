@@ -12,9 +12,8 @@ A channel element is an int. `combine(sets, op, ids)` takes the element ids
 of the inputs of a `ChannelOp` that carry channels (`{input index: ids}`),
 unions the ones the op ties (both inputs of an add, an SE gate, ...) and
 returns the ids of the output's channels in order (None where a concat
-input carries no channels). The training walk (`find_channel_groups`) uses
-them as its output's ids; the shrink's regions (`explore`) give each tensor
-ids of its own and union them with these (`tie`).
+input carries no channels). `Forward` gives them to the output, in the
+training walk (`find_channel_groups`) and in the shrink's (`RegionWalk`).
 """
 
 import numpy as np
@@ -90,13 +89,3 @@ def combine(sets, op, ids):
   if op.kind == 'reshape':
     return first * op.extra
   return first
-
-
-def tie(sets, op, ids, out):
-  """Unions the output ids `out` with what `combine` gives; False if the
-  widths do not fit."""
-  expected = combine(sets, op, ids)
-  if expected is None or len(expected) != len(out):
-    return False
-  sets.union(out, expected)
-  return True

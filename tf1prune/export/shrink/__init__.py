@@ -8,7 +8,8 @@ One module per step, in the order `shrink_graph_def` runs them:
 
 - `prepare`: constant sub-graphs evaluated, batch norms folded into scales.
 - `frozen_graph`: the mutable view of the GraphDef the steps share.
-- `regions`: which tensors' channels go together, from each emptied layer.
+- `regions`: which tensors' channels go together: one `channels.Forward`
+  walk of the graph per round (`RegionWalk`), a region per emptied layer.
 - `removed_values`: what a removed channel is at each tensor of a region.
 - `padding`: what a zero-padded conv or pool makes of a constant channel.
 - `extra_channels`: those position-dependent values as extra input channels.
