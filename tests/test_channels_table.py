@@ -1,4 +1,5 @@
-"""The one op table: training and the shrink agree, and the docs follow it."""
+"""The one op table and the one propagation: training and the shrink agree,
+and the docs follow them."""
 
 import os
 import re
@@ -6,8 +7,10 @@ import re
 import numpy as np
 import pytest
 
-from tf1prune.channels import RULES, passes_value, rule_of
+import tf1prune.channels
+from tf1prune.channels import RULES, Forward, passes_value, rule_of
 from tf1prune.channels.table import TRAINING_ONLY
+from tf1prune.export.shrink.regions import RegionWalk
 
 _DOCS = os.path.join(os.path.dirname(__file__), os.pardir, 'docs')
 
@@ -55,3 +58,13 @@ def test_structured_md_lists_exactly_the_ops_the_shrink_passes():
   listed = text.split('<!-- shrink-ops -->')[1].split('<!-- /shrink-ops -->')[0]
   assert sorted(re.findall(r'`(\w+)`', listed)) == sorted(
       op for op in RULES if passes_value(op))
+
+
+def test_the_shrink_has_no_walk_of_its_own_and_the_docs_say_so():
+  assert issubclass(RegionWalk, Forward)
+  assert 'one propagation' in tf1prune.channels.__doc__
+  for name in ('structured.md', 'channel_groups.md'):
+    with open(os.path.join(_DOCS, name)) as f:
+      text = f.read()
+    assert 'channels.Forward' in text or '(`Forward`)' in text, name
+    assert 'explore' not in text and 'own walk' not in text, name

@@ -1,10 +1,11 @@
 """The training view and the frozen view find the same channel groups.
 
-`find_channel_groups` walks the training `tf.Graph`; the shrink explores the
-frozen, stripped GraphDef of the same net; `Forward` runs over the frozen
-view as it does over the training one. All read `tf1prune.channels`; here
-they must tie the same (layer, channel) pairs together, on a
-MobileNet-v2-style net with SE and swish and on a tf_slim ResNet v1.
+`find_channel_groups` walks the training `tf.Graph`; the shrink's regions
+come from `RegionWalk`, the same propagation (`Forward`) over the frozen,
+stripped GraphDef of the same net; plain `Forward` runs over the frozen view
+as it does over the training one. All read `tf1prune.channels`; here they
+must tie the same (layer, channel) pairs together, on a MobileNet-v2-style
+net with SE and swish and on a tf_slim ResNet v1.
 """
 
 import contextlib
@@ -16,7 +17,7 @@ import tf1prune
 from tf1prune.channels import Forward
 from tf1prune.export.shrink.frozen_graph import FrozenGraph
 from tf1prune.export.shrink.prepare import prepare_graph_def
-from tf1prune.export.shrink.regions import explore, find_layers
+from tf1prune.export.shrink.regions import RegionWalk, find_layers
 
 TF1 = tf.__version__.startswith('1.')
 
@@ -140,11 +141,12 @@ def _forward_partition(view):
 
 def _frozen_partition(view):
   layers, _ = find_layers(view)
+  walk = RegionWalk(view, layers)
   parts, done = {}, set()
   for name, layer in layers.items():
     if layer.kind == 'depthwise' or name in done:
       continue
-    region = explore(view, layers, name)
+    region = walk.region(name)
     done.update(region.ids)
     tensors = [(l.node.name, l.node.name) for l in region.sources]
     tensors += [(op.node.name, op.node.input[0]) for op in region.ops
