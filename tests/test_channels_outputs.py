@@ -177,8 +177,8 @@ def test_do_not_prune_logits_on_a_logits_scope_gives_the_case_hint(warnings):
     ('granularity_map=[.*:input_channel]', False),
     ('granularity_map=[.*:kernel]', False),
     ('granularity_map=[.*:element]', False),
-    ('block_dims_map=[.*:-1x1]', True),
-    ('block_height=-1,block_width=2', True),
+    ('block_dims_map=[.*:-1x1]', False),          # contrib's, as contrib
+    ('block_height=-1,block_width=2', False),
     ('block_height=2,block_width=2', False)])
 def test_the_guard_covers_the_granularities_that_remove_whole_outputs(
     warnings, text, guarded):

@@ -143,8 +143,9 @@ def test_a_layer_is_named_by_an_entry_that_matches_it_and_not_every_weight(
     ('granularity_map=[.*:kernel]', [3, 3, 8, 10], False),
     ('granularity_map=[.*:input_channel]', [8, 10], False),
     ('granularity_map=[.*:2of4]', [8, 10], False),
-    ('block_height=-1,block_width=2', [8, 10], True),
-    ('block_height=-1,block_width=2', [1, 1, 8, 10], True),    # squeezed
+    # contrib's block hparams prune as in contrib, full height included
+    ('block_height=-1,block_width=2', [8, 10], False),
+    ('block_dims_map=[.*:-1x1]', [1, 1, 8, 10], False),
     ('block_height=-1,block_width=2', [3, 3, 8, 10], False),   # elements
     ('block_height=4', [8, 10], False),
     ('', [8, 10], False),
@@ -163,10 +164,10 @@ def test_output_layers_stay_dense_under_granularities_removing_outputs(
      "their output channels are the model's outputs (%s), and filter pruning "
      "would remove outputs. Name the layer in granularity_map (e.g. "
      "'Logits:filter')" % WHY),
-    ('block_height=-1,block_width=2', "block-1x2: Logits/weights stay dense: "
-     "their output channels are the model's outputs (%s), and block-1x2 "
-     "pruning would remove outputs. Name the layer in block_dims_map (e.g. "
-     "'Logits:-1x2')" % WHY)])
+    ('granularity_map=[.*:block-1x2]', "block-1x2: Logits/weights stay "
+     "dense: their output channels are the model's outputs (%s), and "
+     "block-1x2 pruning would remove outputs. Name the layer in "
+     "granularity_map (e.g. 'Logits:block-1x2')" % WHY)])
 def test_the_outputs_warning_names_the_layer_why_and_the_fix(text, value):
   assert _plan(text).outputs_warning(['Logits/weights'], WHY) == (
       value + ' to prune it anyway, or do_not_prune it to silence this.')

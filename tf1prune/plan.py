@@ -205,7 +205,9 @@ class PruningPlan(object):
     model's outputs (they reach a softmax, a softmax loss, an argmax or a
     top-k, or nothing reads them) is not pruned by a granularity that removes
     whole output channels (`filter`, `coupled_filter`, blocks over every
-    input) unless the user names it (`names_layer`).
+    input) unless the user names it (`names_layer`). Only `granularity_map`
+    is guarded: contrib's `block_dims_map` / `block_height` x `block_width`
+    keep contrib's behaviour, whatever their blocks span.
 
     Args:
       weight: its `WeightSpec`.
@@ -216,6 +218,8 @@ class PruningPlan(object):
     """
     if not weight.pruned or not outputs:
       return False
+    if self._source(weight.name)[0] != 'granularity_map':
+      return False    # contrib's blocks prune as contrib did (drop-in)
     return (weight.granularity.removes_outputs(list(shape)) and
             not self.names_layer(weight.name, names))
 
