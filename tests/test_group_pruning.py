@@ -30,9 +30,11 @@ def _conv(x, n, k, scope, activation=tf.nn.relu, lock=None):
 
 
 def _residual_net(width=8, locks=None):
-  """stem -> [b1 -> b2] + stem -> head -> mean -> logits.
+  """stem -> [b1 -> b2] + stem -> head -> mean -> logits -> a loss.
 
-  Groups: (stem, b2) width units, (b1) 4, (head) 6, (logits) 3.
+  Groups: (stem, b2) width units, (b1) 4, (head) 6, (logits) 3. The loss
+  (a mean of squares, no softmax) reads the logits: they are no model output
+  (see tests/test_channels_outputs.py), so coupled_filter prunes them too.
   """
   locks = locks or {}
   x = tf.placeholder(tf.float32, [2, 8, 8, 3], name='x')
@@ -42,8 +44,10 @@ def _residual_net(width=8, locks=None):
   out = tf.nn.relu(stem + branch)
   head = _conv(out, 6, 1, 'head')
   pooled = tf.reduce_mean(head, [1, 2])
-  return tf1prune.masked_fully_connected(pooled, 3, activation_fn=None,
-                                         scope='logits')
+  logits = tf1prune.masked_fully_connected(pooled, 3, activation_fn=None,
+                                           scope='logits')
+  tf.reduce_mean(tf.square(logits), name='loss')
+  return logits
 
 
 GROUPS = [['stem', 'b2'], ['b1'], ['head'], ['logits']]
@@ -313,7 +317,7 @@ def test_do_not_prune_on_one_member_keeps_the_whole_group_dense(warnings):
 def test_a_blocked_group_stays_dense_with_a_warning(warnings):
   x = tf.placeholder(tf.float32, [2, 6, 6, 4])
   branch = _conv(x, 4, 1, 'branch', None)
-  _conv(tf.nn.relu(x + branch), 5, 1, 'next')
+  tf.reduce_mean(_conv(tf.nn.relu(x + branch), 5, 1, 'next'))   # a loss
   values = _values(7)
   sess = _update('granularity_map=[.*:coupled_filter]', values)
   masks = _masks(sess)

@@ -116,6 +116,63 @@ def test_each_weight_is_answered_once_by_the_plan():
                ).selection == Selection('histogram', 0.5, 64)
 
 
+NAMES = ['Conv1/weights', 'Conv2/weights', 'Logits/weights']
+WHY = 'nothing reads them (Logits/BiasAdd:0)'
+
+
+@pytest.mark.parametrize('text,named', [
+    ('granularity_map=[.*:filter]', False),             # every weight
+    ('granularity_map=[weights:filter]', False),
+    ('granularity_map=[Conv:filter,Logits:filter]', True),
+    ('granularity_map=[^(Conv1|Logits)/:filter]', True),
+    ('block_dims_map=[.*:-1x1]', False),
+    ('block_dims_map=[Conv:4x4,Logits:-1x1]', True),
+    ('block_height=-1', False)])
+def test_a_layer_is_named_by_an_entry_that_matches_it_and_not_every_weight(
+    text, named):
+  assert _plan(text).names_layer('Logits/weights', NAMES) == named
+
+
+@pytest.mark.parametrize('text,shape,kept', [
+    ('granularity_map=[.*:filter]', [8, 10], True),
+    ('granularity_map=[.*:coupled_filter]', [8, 10], True),
+    ('granularity_map=[.*:block-1x2]', [8, 10], True),
+    ('granularity_map=[.*:block-1x2]', [3, 3, 8, 10], True),
+    ('granularity_map=[.*:block2x2]', [8, 10], False),
+    ('granularity_map=[.*:block3x3x-1x1]', [3, 3, 8, 10], True),
+    ('granularity_map=[.*:kernel]', [3, 3, 8, 10], False),
+    ('granularity_map=[.*:input_channel]', [8, 10], False),
+    ('granularity_map=[.*:2of4]', [8, 10], False),
+    # contrib's block hparams prune as in contrib, full height included
+    ('block_height=-1,block_width=2', [8, 10], False),
+    ('block_dims_map=[.*:-1x1]', [1, 1, 8, 10], False),
+    ('block_height=-1,block_width=2', [3, 3, 8, 10], False),   # elements
+    ('block_height=4', [8, 10], False),
+    ('', [8, 10], False),
+    ('granularity_map=[Conv:filter,Logits:filter]', [8, 10], False),
+    ('granularity_map=[.*:filter],do_not_prune=[Logits]', [8, 10], False)])
+def test_output_layers_stay_dense_under_granularities_removing_outputs(
+    text, shape, kept):
+  plan = _plan(text)
+  weight = plan.weight('Logits/weights')
+  assert plan.keeps_outputs(weight, shape, WHY, NAMES) == kept
+  assert not plan.keeps_outputs(weight, shape, None, NAMES)
+
+
+@pytest.mark.parametrize('text,value', [
+    ('granularity_map=[.*:filter]', "filter: Logits/weights stay dense: "
+     "their output channels are the model's outputs (%s), and filter pruning "
+     "would remove outputs. Name the layer in granularity_map (e.g. "
+     "'Logits:filter')" % WHY),
+    ('granularity_map=[.*:block-1x2]', "block-1x2: Logits/weights stay "
+     "dense: their output channels are the model's outputs (%s), and "
+     "block-1x2 pruning would remove outputs. Name the layer in "
+     "granularity_map (e.g. 'Logits:block-1x2')" % WHY)])
+def test_the_outputs_warning_names_the_layer_why_and_the_fix(text, value):
+  assert _plan(text).outputs_warning(['Logits/weights'], WHY) == (
+      value + ' to prune it anyway, or do_not_prune it to silence this.')
+
+
 def test_pruning_executes_the_plan_of_its_hparams():
   tf.train.get_or_create_global_step()
   hp = tf1prune.get_pruning_hparams().parse('target_sparsity=0.7,'

@@ -1,4 +1,5 @@
-"""Which weights `Pruning` prunes per channel group (`coupled_filter`).
+"""Which weights `Pruning` prunes per channel group (`coupled_filter`), and
+which it leaves dense because they give the model's outputs.
 
     >>> import tensorflow.compat.v1 as tf, tf1prune
     >>> with tf.Graph().as_default():
@@ -6,6 +7,7 @@
     ...   a = tf1prune.masked_conv2d(x, 8, 3, scope='a')
     ...   c = tf1prune.masked_conv2d(a, 8, 1, activation_fn=None, scope='c')
     ...   y = tf.nn.relu(a + c)
+    ...   loss = tf.reduce_mean(y)        # reads y: a and c are no outputs
     ...   step = tf.train.get_or_create_global_step()
     ...   p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
     ...       'granularity_map=[.*:coupled_filter]'))
@@ -24,9 +26,12 @@ decision for all members. The rules:
 - a blocked group (`ChannelGroup.blocked`, e.g. an identity shortcut from
   the input) stays dense, with a warning saying why;
 - a group whose channels are the model's outputs (`ChannelGroup.outputs`:
-  they reach a softmax, a softmax loss, an argmax or a top-k) stays
-  dense, with a warning naming its layers, unless a `granularity_map` entry
-  names them (matches them and not every weight);
+  they reach a softmax, a softmax loss, an argmax or a top-k, or nothing
+  reads them) stays dense, with a warning naming its layers and why, unless
+  a `granularity_map` entry names them (matches them and not every weight:
+  `PruningPlan.keeps_outputs`); so does a weight pruned alone with a
+  granularity that removes whole output channels (`filter`, blocks over
+  every input);
 - each warning is logged once per graph;
 - a `coupled_filter` weight in no group (it feeds no NHWC `Conv2D`, plain
   `MatMul` or depthwise conv) stays dense, with a warning;
@@ -109,33 +114,50 @@ def case_hint(patterns, names):
   return '; regexes are case-sensitive: ignoring case, %s' % '; '.join(near)
 
 
-def _named(name, names, granularity_map):
-  """True if a `granularity_map` entry matches weight `name` and not every
-  weight of `names`: the user named that layer."""
-  if granularity_map is None:
-    return False
-  for pattern in granularity_map.unmatched([]):
-    regex = re.compile(pattern)
-    if regex.search(name) and not all(regex.search(n) for n in names):
-      return True
-  return False
+def _shape(record):
+  shape = record.weight.get_shape()
+  return shape.as_list() if shape.is_fully_defined() else None
 
 
-def plan_coupled(targets, records, graph=None, granularity_map=None):
+def _removes_outputs(target):
+  shape = _shape(target.record)
+  return shape is not None and target.spec.granularity.removes_outputs(shape)
+
+
+def _guard_outputs(plain, groups, plan, graph, names):
+  """The targets of `plain` that `plan.keeps_outputs` does not leave dense."""
+  outputs = {m.name: g.outputs for g in groups for m in g.members
+             if g.outputs}
+  kept = []
+  for target in plain:
+    name = target.record.name
+    if _removes_outputs(target) and plan.keeps_outputs(
+        target.spec, _shape(target.record), outputs.get(name), names):
+      warn_once(graph, '%s', plan.outputs_warning([name], outputs[name]))
+    else:
+      kept.append(target)
+  return kept
+
+
+def plan_coupled(targets, records, graph=None, plan=None):
   """Splits `Pruning`'s targets into plain ones and coupled channel groups.
+
+  Also applies the guard of the model's outputs (`PruningPlan.keeps_outputs`)
+  to every target whose granularity removes whole output channels.
 
   Args:
     targets: the pruned targets (`.record`, `.spec`, `.frozen`).
     records: every `MaskedWeight` of the graph (unpruned ones too: they
       couple channels as well).
     graph: the graph to walk; default the default graph.
-    granularity_map: the spec's `granularity_map` (a `RegexMap`): a group
-      whose channels are the model's outputs is pruned only if one of its
-      entries names the group's layers (matches them, not every weight).
+    plan: the `tf1prune.plan.PruningPlan` the targets' specs come from: a
+      weight whose output channels are the model's outputs is pruned by
+      filters only if it says so (the user named the layer); None: no guard.
 
   Returns:
     (plain targets, list of `CoupledTargets`): weights whose `coupled_filter`
-    cannot be honoured are in neither (they stay dense; a warning says why).
+    cannot be honoured, and weights the guard leaves dense, are in neither
+    (they stay dense; a warning says why).
 
   Raises:
     ValueError: members of one group have different `weight_sparsity_map`
@@ -145,30 +167,29 @@ def plan_coupled(targets, records, graph=None, granularity_map=None):
       (t.record.name, t) for t in targets
       if isinstance(t.spec.granularity, CoupledFilter))
   plain = [t for t in targets if t.record.name not in wanted]
-  if not wanted:
+  guarded = plan is not None and any(_removes_outputs(t) for t in plain)
+  if not wanted and not guarded:
     return plain, []
+  groups = find_channel_groups(graph, records)
+  all_names = [r.name for r in records]
+  if guarded:
+    plain = _guard_outputs(plain, groups, plan, graph, all_names)
   coupled, seen = [], set()
-  for group in find_channel_groups(graph, records):
+  for group in groups:
     names = [m.name for m in group.members]
     chosen = [n for n in names if n in wanted]
     if not chosen:
       continue
     seen.update(chosen)
     others = [n for n in names if n not in wanted]
-    all_names = [r.name for r in records]
     if group.blocked:
       warn_once(graph,
                  'coupled_filter: channel group [%s] is blocked (%s); its '
                  'weights stay dense', group, group.blocked)
-    elif group.outputs and not all(_named(n, all_names, granularity_map)
-                                   for n in chosen):
-      warn_once(graph,
-                 'coupled_filter: %s stay dense: their output channels are '
-                 'the model\'s outputs (%s), and filter pruning would remove '
-                 'outputs. Name the layer in granularity_map (e.g. '
-                 '\'%s:coupled_filter\') to prune it anyway, or do_not_prune '
-                 'it to silence this.', ', '.join(chosen), group.outputs,
-                 chosen[0].rsplit('/', 1)[0])
+    elif plan is not None and any(
+        plan.keeps_outputs(wanted[n].spec, _shape(wanted[n].record) or [],
+                           group.outputs, all_names) for n in chosen):
+      warn_once(graph, '%s', plan.outputs_warning(chosen, group.outputs))
     elif others:
       warn_once(graph,
           'coupled_filter: channel group [%s] has members not pruned with '

@@ -37,11 +37,12 @@ graph (the ops `tf.gradients` built left out), is the op table of
   identity shortcut from the input) cannot be removed; its group says why in
   `blocked` and is not pruned by coupled filter pruning;
 - the model's outputs: channels that reach a softmax, a softmax loss, an
-  argmax or a top-k are the model's outputs (one class each); the group
-  says why in `outputs`, and coupled filter pruning leaves it alone unless
-  the user names the layer. (A layer that nothing reads is not marked: in a
-  graph with a loss that is no model output, and the small graphs of tests
-  and examples prune their last layer.)
+  argmax or a top-k, or that nothing reads (the final output of an
+  inference graph: no op takes them, or only summaries, `tf.print` and
+  shape reads, `tf1prune.channels.forward`), are the model's outputs (one
+  class each); the group says why in `outputs`, and filter pruning
+  (`filter`, `coupled_filter`) leaves it alone unless the user names the
+  layer (`tf1prune.plan.PruningPlan.keeps_outputs`).
 Any other op ends the walk (its output carries no channels). NCHW graphs are
 not followed.
 """
@@ -79,8 +80,8 @@ class ChannelGroup(collections.namedtuple(
     num_units: how many coupled channels the group has.
     blocked: None, or why its channels cannot be removed.
     outputs: None, or why its channels are the model's outputs (they reach a
-      softmax, a softmax loss, an argmax or a top-k): coupled filter pruning
-      leaves such a group alone unless the user names it.
+      softmax, a softmax loss, an argmax or a top-k, or nothing reads them):
+      filter pruning leaves such a group alone unless the user names it.
   """
 
   def __new__(cls, members, num_units, blocked, outputs=None):

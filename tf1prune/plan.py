@@ -15,16 +15,20 @@
 A `PruningPlan` is made from a `tf1prune.PruningSpec` (`spec.plan()`) and
 decides, in plain Python, everything both backends do alike: which weights
 are pruned and how (`weight`: target sparsity, granularity, global pruning
-group), which weights are ranked together (`global_groups`), on which steps
-the masks are updated (`is_pruning_step`), each weight's sparsity
-(`sparsity_of`), and how the kept scores are selected (`selection`). It
-builds no TensorFlow ops. The graph `tf1prune.Pruning` executes it as tensors
-(its predicate and schedule are tensors: pass `tf.logical_and`, ... ) and the
-Keras `tf1prune.keras.Pruner` eagerly, both through
+group; `keeps_outputs`: a layer whose output channels are the model's
+outputs is not pruned by a granularity that removes whole output channels
+unless the user names it), which weights are ranked together
+(`global_groups`), on which steps the masks are updated (`is_pruning_step`),
+each weight's sparsity (`sparsity_of`), and how the kept scores are selected
+(`selection`). It builds no TensorFlow ops. The graph `tf1prune.Pruning`
+executes it as tensors (its predicate and schedule are tensors: pass
+`tf.logical_and`, ... ) and the Keras `tf1prune.keras.Pruner` eagerly (without
+the guard of the model's outputs: it has no graph to find them in), both through
 `tf1prune.plan_ops.compute_masks`, so one plan gives one set of masks.
 """
 
 import collections
+import re
 
 from tf1prune.masks import Block, Element
 
@@ -163,6 +167,75 @@ class PruningPlan(object):
     group = self.group(name)
     return WeightSpec(name, True, target,
                       self.granularity(name, previous_mask), group)
+
+  def _source(self, name):
+    """(hparam, its RegexMap, value text) that gave `name` its granularity."""
+    spec = self._spec
+    value = spec.granularity_map.lookup(name)
+    if value is not None:
+      if value.kind == 'block':
+        text = 'block' + 'x'.join(str(d) for d in value.args)
+      elif value.kind == 'nm':
+        text = '%dof%d%s' % (value.args + ('_frozen' if value.frozen else '',))
+      else:
+        text = value.kind
+      return 'granularity_map', spec.granularity_map, text
+    dims = spec.block_dims_map.lookup(name, spec.block[:2])
+    return 'block_dims_map', spec.block_dims_map, '%dx%d' % tuple(dims)
+
+  def names_layer(self, name, names):
+    """True if the user named weight `name` in the hparam of its granularity.
+
+    An entry of `granularity_map` (or `block_dims_map`, for a block of it or
+    of `block_height` x `block_width`) names it when it matches `name` and
+    not every weight of `names`: `.*:filter` names no layer, `Logits:filter`
+    names `Logits/weights`.
+    """
+    _, entries, _ = self._source(name)
+    for pattern in entries.patterns:
+      regex = re.compile(pattern)
+      if regex.search(name) and not all(regex.search(n) for n in names):
+        return True
+    return False
+
+  def keeps_outputs(self, weight, shape, outputs, names):
+    """True if `weight` stays dense because it would remove the model's outputs.
+
+    The guard of the model's outputs: a weight whose output channels are the
+    model's outputs (they reach a softmax, a softmax loss, an argmax or a
+    top-k, or nothing reads them) is not pruned by a granularity that removes
+    whole output channels (`filter`, `coupled_filter`, blocks over every
+    input) unless the user names it (`names_layer`). Only `granularity_map`
+    is guarded: contrib's `block_dims_map` / `block_height` x `block_width`
+    keep contrib's behaviour, whatever their blocks span.
+
+    Args:
+      weight: its `WeightSpec`.
+      shape: its static shape, a list of ints.
+      outputs: None, or why its output channels are the model's outputs
+        (`tf1prune.ChannelGroup.outputs`).
+      names: the names of every masked weight.
+    """
+    if not weight.pruned or not outputs:
+      return False
+    if self._source(weight.name)[0] != 'granularity_map':
+      return False    # contrib's blocks prune as contrib did (drop-in)
+    return (weight.granularity.removes_outputs(list(shape)) and
+            not self.names_layer(weight.name, names))
+
+  def outputs_warning(self, weights, outputs):
+    """The warning for `weights` (names) that `keeps_outputs` leaves dense.
+
+    It names them, says why their channels are the model's outputs
+    (`outputs`), and how to prune them anyway.
+    """
+    hparam, _, text = self._source(weights[0])
+    kind = text if hparam == 'granularity_map' else 'block' + text
+    return ('%s: %s stay dense: their output channels are the model\'s '
+            'outputs (%s), and %s pruning would remove outputs. Name the layer '
+            'in %s (e.g. \'%s:%s\') to prune it anyway, or do_not_prune it to '
+            'silence this.' % (kind, ', '.join(weights), outputs, kind, hparam,
+                               weights[0].rsplit('/', 1)[0], text))
 
   def unmatched(self, names, mask_names=()):
     """Returns [(hparam, patterns)] of the entries that match no weight.

@@ -234,8 +234,7 @@ class Pruning(object):
     targets = [_Target(r, self._plan.weight(r.name, r.mask.op.name, r.mask),
                        frozen.get(r.name)) for r in records]
     targets = [t for t in targets if t.spec.pruned]
-    return _coupled_pruning.plan_coupled(targets, records, graph,
-                                         self._parsed.granularity_map)
+    return _coupled_pruning.plan_coupled(targets, records, graph, self._plan)
 
   def shrink_preview(self, sess, output_node_names, objective='flops'):
     """The `ShrinkReport` the exported, shrunk graph will have, from `sess`.

@@ -115,6 +115,11 @@ class RegexMap(_ByValue):
       self._pairs.append((regex, value))
     self._pairs = tuple(self._pairs)
 
+  @property
+  def patterns(self):
+    """The regexes' patterns, in order."""
+    return [r.pattern for r, _ in self._pairs]
+
   def __bool__(self):
     return bool(self._pairs)
 

@@ -19,7 +19,8 @@ answered here, once:
 - `propagate`: the `UnionFind` of channel elements and `combine`, which
   unions the elements an op ties;
 - `forward`: `Forward`, the propagation from seed tensors through a view
-  (the training walk; it marks blocked channels and the model's outputs);
+  (the training walk; it marks blocked channels and the model's outputs:
+  those that reach a softmax or argmax, or that nothing reads);
 - `graph_view`: `GraphView`, the training `tf.Graph`; the frozen GraphDef's
   view is the shrink's `FrozenGraph` (`tf1prune.export.shrink.frozen_graph`).
 
@@ -39,6 +40,8 @@ implements the same methods):
 - `output(node) -> tensor`: output 0 (the one that carries channels);
   `all_outputs(node) -> [tensor]`: every output (for `IdentityN`);
 - `key(tensor) -> hashable`: a tensor's name;
+- `consumers(tensor) -> [(node, input index)]`: the nodes that read it
+  (`Forward` only: a channel that nothing reads is a model output);
 - `shape(tensor) -> [int or None] or None`: the static shape;
 - `constant(tensor) -> ndarray or None`: its value, if a constant;
 - `attr(node, name, default)`: an attribute as a Python value (str, not

@@ -22,7 +22,18 @@ except:
   tensor that carries no channels (an identity shortcut from the input);
   it cannot be removed;
 - `outputs[id]`: the channel reaches an op of `OUTPUT_OPS` (a softmax, a
-  softmax loss, an argmax): it is one of the model's outputs.
+  softmax loss, an argmax), or nothing reads it: it is one of the model's
+  outputs.
+
+A channel is read where an op takes a tensor that carries it and does not
+carry it on (the next layer, a loss, a reduction over the channels, any op
+the table does not pass); ops that carry it on (an activation, an identity,
+an add) pass the question to their output. A channel that no op reads (every
+tensor that carries it is read by nothing, or only by ops of `NOT_READING`:
+summaries, `tf.print`, shape reads) is the graph's final output, the
+inference graph's logits: `outputs[id]` says 'nothing reads them (<the last
+such tensor>)'. For this the view also needs `consumers(tensor) -> [(node,
+input index)]`.
 
 `spread(node, ids)`, if given, may replace the input ids of a depthwise conv
 before they are spread (the training walk adds its filter as a member).
@@ -39,7 +50,7 @@ input that has none yet), `fits` (the output's ids) and `visited`.
 
 from tf1prune.channels.classify import classify
 from tf1prune.channels.propagate import UnionFind, combine
-from tf1prune.channels.table import OUTPUT_OPS
+from tf1prune.channels.table import NOT_READING, OUTPUT_OPS
 
 
 class Forward(object):
@@ -60,6 +71,7 @@ class Forward(object):
     self.blocked = {}
     self.outputs = {}
     self._spread = spread
+    self._passed = set()   # nodes whose output carries their inputs' ids
 
   def seed(self, tensor, channels):
     """Gives `tensor` `channels` new ids; returns them (a list)."""
@@ -101,6 +113,29 @@ class Forward(object):
       out = self.view.output(node)
       if out is not None and not self.carries(out):
         self._visit(node)
+    self._mark_unread()
+
+  def _reads(self, node):
+    return self.view.op_type(node) not in NOT_READING
+
+  def _mark_unread(self):
+    """Marks as outputs the channels that no op reads (module docstring)."""
+    view, read, ends = self.view, set(), []
+    for node in self.view.walk_order():
+      if view.name(node) not in self._passed and self._reads(node):
+        for tensor in view.inputs(node):
+          if self.carries(tensor):
+            read.update(self.sets.find(i) for i in self.ids[view.key(tensor)]
+                        if i is not None)
+      out = view.output(node)
+      if out is not None and self.carries(out) and not any(
+          self._reads(user) for user, _ in view.consumers(out)):
+        ends.append(out)
+    for tensor in reversed(ends):   # the last unread tensor names them
+      ids = [i for i in self.ids[view.key(tensor)]
+             if i is not None and self.sets.find(i) not in read]
+      self._mark(self.outputs, ids, 'nothing reads them (%s)' % (
+          view.key(tensor),))
 
   def _mark(self, table, ids, why):
     for i in ids:
@@ -126,6 +161,7 @@ class Forward(object):
       for tensor, out in zip(inputs, view.all_outputs(node)):
         if self.carries(tensor):
           self.ids[view.key(out)] = self.ids[view.key(tensor)]
+      self._passed.add(view.name(node))
       return
     ids = {}
     for i in found.inputs:
@@ -144,3 +180,4 @@ class Forward(object):
             'added to %s, which no masked weight produces (in %s)' % (
                 view.key(inputs[index]), view.name(node))))
     self.ids[view.key(view.output(node))] = out
+    self._passed.add(view.name(node))

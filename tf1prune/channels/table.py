@@ -197,11 +197,23 @@ RULES = {
 }
 
 # What a model's output reaches: a layer whose channels end here (or that
-# nothing reads) gives the model's outputs, one per channel.
+# nothing reads, see NOT_READING) gives the model's outputs, one per channel.
 OUTPUT_OPS = frozenset([
     'Softmax', 'LogSoftmax', 'SoftmaxCrossEntropyWithLogits',
     'SparseSoftmaxCrossEntropyWithLogits', 'ArgMax', 'ArgMin', 'TopKV2',
     'InTopK', 'InTopKV2'])
+
+
+# Ops that take a tensor without using its values for the model: summaries,
+# tf.print's formatting, asserts' data and reads of the shape. A tensor that
+# only these (or nothing) read is unread: its channels, if nothing else reads
+# them, are the model's outputs.
+NOT_READING = frozenset([
+    'ScalarSummary', 'HistogramSummary', 'ImageSummary', 'AudioSummary',
+    'AudioSummaryV2', 'TensorSummary', 'TensorSummaryV2', 'WriteSummary',
+    'WriteScalarSummary', 'WriteHistogramSummary', 'WriteImageSummary',
+    'WriteAudioSummary', 'StringFormat', 'PrintV2', 'Assert', 'Shape',
+    'ShapeN', 'Size', 'Rank'])
 
 
 # Rows whose channels training follows but whose constant the shrink cannot

@@ -117,6 +117,10 @@ class CoupledFilter(Granularity):
     """
     return CoupledUnits(self, axes, units, num_units, keep_units)
 
+  def removes_outputs(self, shape):
+    """True: a unit is a filter (output channel) of every member."""
+    return True
+
   def compute_mask(self, weight, sparsity, select):
     """Returns (float32 mask shaped like `weight`, threshold): its filters."""
     n = weight.get_shape().as_list()[-1]

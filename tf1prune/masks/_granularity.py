@@ -24,11 +24,17 @@ __all__ = ['Granularity', 'Element', 'Block']
 
 
 class Granularity(object):
-  """Base class: one method, `compute_mask`."""
+  """Base class: one method, `compute_mask`, and what its groups are."""
 
   def compute_mask(self, weight, sparsity, select):
     """Returns (float32 mask shaped like `weight`, float32 threshold)."""
     raise NotImplementedError
+
+  def removes_outputs(self, shape):
+    """True if each group of a weight of `shape` (a list of ints, the last
+    axis its outputs) spans whole outputs: pruning one removes output
+    channels of the layer (filters, blocks over every input)."""
+    return False
 
 
 class Element(Granularity):
@@ -68,6 +74,11 @@ class Block(Granularity):
     rows, cols = dims
     bh, bw = [d if b == -1 else min(b, d) for b, d in zip(self.block, dims)]
     return rows, cols, bh, bw
+
+  def removes_outputs(self, shape):
+    """True if a block spans every row (input) of the squeezed weight."""
+    layout = self._layout(shape)
+    return layout is not None and layout[2] == layout[0]
 
   def compute_mask(self, weight, sparsity, select):
     shape = weight.get_shape().as_list()

@@ -124,6 +124,13 @@ class _Groups(Granularity):
     """Returns the block shape (a list of len(shape) ints) for `shape`."""
     raise NotImplementedError
 
+  def removes_outputs(self, shape):
+    """True if a group spans every entry feeding its outputs (all but the
+    last axis): filters, and blocks over every input."""
+    if len(shape) < self.min_rank:
+      return False
+    return list(self.block_shape(list(shape))[:-1]) == list(shape[:-1])
+
   def compute_mask(self, weight, sparsity, select):
     """Returns (float32 mask shaped like `weight`, float32 threshold).
 
