@@ -1,0 +1,187 @@
+"""What the shrink can edit: layers with weights of their own, and the ops
+between them whose per-channel parameters are constants of their own.
+
+    >>> import tensorflow.compat.v1 as tf
+    >>> from tf1prune.export.shrink.frozen_graph import FrozenGraph
+    >>> from tf1prune.export.shrink.editable import classify, find_layers
+    >>> with tf.Graph().as_default() as g:
+    ...   x = tf.placeholder(tf.float32, [None, 4, 4, 2], name='x')
+    ...   a = tf.nn.conv2d(x, tf.ones([1, 1, 2, 3]), [1] * 4, 'SAME', name='a')
+    ...   b = tf.nn.bias_add(a, tf.zeros([3]), name='b')
+    ...   y = tf.nn.relu(a * b, name='y')
+    >>> view = FrozenGraph(g.as_graph_def(), ['y'])
+    >>> list(find_layers(view)[0])
+    ['a']
+    >>> classify(view, view.nodes['b'])[0].kind
+    'elementwise'
+
+`find_layers` gives the Conv2D, MatMul and depthwise convs whose weight is a
+constant used by that layer only (NHWC, not transposed); `classify` gives
+an op's row of `tf1prune.channels`' table (`Op`) when the shrink can edit
+it: its per-channel parameter (`channel_const`) and a Reshape's target must
+be constants used by that op only. `reads_shape_only` recognizes the
+extra ones channel's shape read, which reads no channel.
+"""
+
+import collections
+
+import numpy as np
+
+from tf1prune.channels import classify as classify_channels
+from tf1prune.export.shrink.frozen_graph import attr_str, split_input
+
+Layer = collections.namedtuple('Layer', ['node', 'kind', 'weight'])
+# kind: a `tf1prune.channels` kind ('elementwise', 'pool', 'pad', 'reduce',
+# 'concat', 'depthwise', 'reshape'); inputs: the indices of the region's
+# inputs; const: the per-channel const (elementwise), the depthwise weight or
+# the reshape target, else None; extra: as the `ChannelOp`'s; rule: its row.
+# loose: the inputs that carry no channels (none: the shrink edits no
+# such op).
+Op = collections.namedtuple('Op', ['kind', 'node', 'inputs', 'output',
+                                   'const', 'extra', 'rule', 'loose'],
+                            defaults=[()])
+_KINDS = {'Conv2D': 'conv', 'MatMul': 'dense',
+          'DepthwiseConv2dNative': 'depthwise'}
+
+
+def _as_layer(g, node):
+  """(Layer, None) for a Conv2D/MatMul/depthwise with its own const weight,
+  (None, why) for one that is not shrunk, (None, None) for other ops."""
+  kind = _KINDS.get(node.op)
+  if kind is None:
+    return None, None
+  if kind != 'dense' and attr_str(node, 'data_format', 'NHWC') != 'NHWC':
+    return None, 'only NHWC convolutions are shrunk'
+  if kind == 'dense' and any(node.attr[k].b for k in (
+      'transpose_a', 'transpose_b') if k in node.attr):
+    return None, 'transposed MatMul is not shrunk'
+  weight = g.exclusive_const(node, 1)
+  if weight is None:
+    return None, 'its weight is not a constant used by this layer only'
+  if g.value(weight).ndim != (2 if kind == 'dense' else 4):
+    return None, 'unexpected weight rank'
+  return Layer(node, kind, weight), None
+
+
+def find_layers(g):
+  """({name: Layer} in graph order, [(node, op, why)] of layers not shrunk)."""
+  layers, skipped = collections.OrderedDict(), []
+  for name in g.order():
+    layer, why = _as_layer(g, g.nodes[name])
+    if layer is not None:
+      layers[name] = layer
+    elif why:
+      skipped.append((name, g.nodes[name].op, why))
+  return layers, skipped
+
+
+def channel_const(g, node, index, channels):
+  """The const input `index` of `node` if it is per channel: a scalar, `[C]`,
+  `[1, .., 1, C]` or a `[1, H, W, C]` map used by `node` only; else None."""
+  const = g.exclusive_const(node, index)
+  if const is None:
+    return None
+  shape = g.value(const).shape
+  if not shape or (shape[-1] == channels and (
+      all(d == 1 for d in shape[:-1]) or (len(shape) == 4 and shape[0] == 1))):
+    return const
+  return None
+
+
+def is_const(g, name):
+  source, port = split_input(name)
+  while source in g.nodes and port == 0:
+    op = g.nodes[source].op
+    if op == 'Const':
+      return True
+    if op not in ('Identity', 'Snapshot'):
+      return False
+    source, port = split_input(g.nodes[source].input[0])
+  return False
+
+
+def static_rank(g, name):
+  shape = g.shapes.get(name)
+  return None if shape is None else len(shape)
+
+
+def reads_shape_only(g, node):
+  """True for a StridedSlice of channel 0:1 read by Shape ops only (the ones
+  channel shrink makes): it reads N, H and W, whatever the channels."""
+  if node.op != 'StridedSlice' or len(node.input) != 4:
+    return False
+  users = g.consumers(node.name)
+  if not users or any(user.op != 'Shape' for user, _ in users):
+    return False
+  if any(node.attr[k].i for k in ('ellipsis_mask', 'new_axis_mask',
+                                  'shrink_axis_mask') if k in node.attr):
+    return False
+  if any(node.attr[k].i & 8 for k in ('begin_mask', 'end_mask')
+         if k in node.attr):
+    return False
+  ends = [g.const_behind(i) for i in node.input[1:]]
+  if any(e is None or np.shape(e) != (4,) for e in ends):
+    return False
+  return [int(e[3]) for e in ends] == [0, 1, 1]
+
+
+def _elementwise(g, found, channels):
+  node = found.node
+  if found.rule.value is None:
+    return None, found.rule.why
+  if found.loose:
+    return None, 'its other input is not a per-channel constant'
+  if len(found.params) > 1:
+    return None, 'it has more than one per-channel parameter'
+  const = None
+  if found.params:
+    const = channel_const(g, node, found.params[0], channels)
+    if const is None:
+      return None, 'its other input is not a per-channel constant'
+  return Op('elementwise', node, found.inputs, node.name, const, None,
+            found.rule), None
+
+
+def _reshape(g, found, channels):
+  node, const = found.node, None
+  if node.op == 'Reshape':
+    const = g.exclusive_const(node, 1)
+    target = g.value(const) if const is not None else None
+    if target is None or target.ndim != 1 or target[-1] not in (-1, channels):
+      return None, ('only a Reshape by a constant of its own that keeps '
+                    'whole channels is shrunk')
+  return Op('reshape', node, [0], node.name, const, found.extra,
+            found.rule), None
+
+
+def classify(g, node):
+  """Op for a node that keeps channels apart, or (None, why) otherwise: the
+  row of `tf1prune.channels`' op table, and what the shrink needs of it
+  (constants used by this node only, that it can edit)."""
+  found, why = classify_node(g, node)
+  if found is None:
+    return None, why
+  channels = g.shapes[node.name][-1]
+  kind = found.kind
+  if kind == 'elementwise':
+    return _elementwise(g, found, channels)
+  if kind == 'reshape':
+    return _reshape(g, found, channels)
+  if kind == 'depthwise':
+    layer, why = _as_layer(g, node)
+    if layer is None:
+      return None, why
+    return Op(kind, node, [0], node.name, layer.weight, found.extra,
+              found.rule), None
+  if kind == 'concat':
+    return Op(kind, node, list(range(len(found.extra))), node.name, None,
+              found.extra, found.rule), None
+  if kind == 'identity_n':
+    return None, 'IdentityN is folded away by prepare; this one is not'
+  return Op(kind, node, [0], node.name, None, found.extra, found.rule), None
+
+
+def classify_node(g, node):
+  """The `tf1prune.channels.ChannelOp` of `node` in the frozen view: every
+  input that is not a constant carries channels."""
+  return classify_channels(g, node, lambda tensor: not is_const(g, tensor))
