@@ -127,6 +127,9 @@ def _drop_unused(g, name):
     g.users.pop(name, None)
     g.values.pop(name, None)
     g.changed.discard(name)
+    for consts in g.folded.values():   # e.g. a `shrink_fold` bias, merged
+      if name in consts:
+        consts.remove(name)
     for i, n in enumerate(g.graph_def.node):
       if n.name == name:
         del g.graph_def.node[i]
