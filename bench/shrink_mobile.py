@@ -1,4 +1,4 @@
-"""Benchmark: MobileNet v2 and an EfficientNet-B0-style net, shrunk at 50%.
+"""Benchmark: MobileNet v1, v2 and an EfficientNet-B0-style net, shrunk at 50%.
 
     python -m bench.shrink_mobile --quick
 
@@ -8,12 +8,14 @@ but the logits by `coupled_filter` at 50% with random weights and batch-norm
 statistics, strips the checkpoint and shrinks it. Reports the shrink's
 parameter and FLOPs ratios, its stops, the outputs' largest difference, and
 the latency of the shrunk graph against the unshrunk one at batch 1, 16 and
-32, both timed in this process, interleaved, one intra-op thread each
-(paired ratios), with the machine's load average: once with the graphs as
-exported (any batch size: extra channels built per call) and once with the
-input's batch size fixed before shrinking (extra channels are constants).
-Results: bench/results/shrink_mobile.json (`--quick`: MobileNet v2 only,
-32x32 input, batch 1 and 2, written to shrink_mobile_quick.json).
+32 (`--batches`), both timed in this process, interleaved, one intra-op
+thread each (paired ratios), with the machine's load average: once with the
+graphs as exported (any batch size) and once with the input's batch size
+fixed before shrinking (`--forms` picks; where the shrink still makes extra
+input channels, they are built per call in the first and are constants in
+the second; its border maps are constants in both). Results:
+bench/results/shrink_mobile.json (`--quick`: MobileNet v2 only, 32x32
+input, batch 1 and 2, written to shrink_mobile_quick.json).
 """
 
 import argparse
@@ -28,7 +30,8 @@ from bench import _mobile_nets
 from bench._paired import interleaved_samples, load_average, medians, paired_ratio
 from bench._timing import one_thread_session, write_results
 
-NETS = ('mobilenet_v2', 'efficientnet_b0')
+NETS = ('mobilenet_v1', 'mobilenet_v2', 'efficientnet_b0')
+FORMS = ('any_batch', 'fixed_batch')
 HPARAMS = ('target_sparsity=0.5,sparsity_function_end_step=1,'
            'granularity_map=[.*:coupled_filter],do_not_prune=[logits]')
 
@@ -62,7 +65,7 @@ def _with_batch(graph_def, batch):
   return fixed
 
 
-def measure(name, size, width, batches, repeats):
+def measure(name, size, width, batches, repeats, forms=FORMS):
   """Prunes, strips, shrinks and times net `name`; a dict for the results."""
   work = tempfile.mkdtemp(prefix='shrink_mobile_')
   output = _prune(name, size, width, work)
@@ -82,16 +85,19 @@ def measure(name, size, width, batches, repeats):
     # Any batch size: the extra channels are built per call from the input's
     # shape. Fixed batch size (as a deployment graph has it): they are
     # constants, built once.
-    fixed = _with_batch(graph_def, batch)
-    fixed_small, fixed_report = tf1prune.shrink_graph_def(fixed, [output])
-    pairs = {'any_batch': (stripped, small),
-             'fixed_batch': (fixed, fixed_small)}
+    pairs = {'any_batch': (stripped, small)}
+    entry = result['latency'][str(batch)] = {}
+    if 'fixed_batch' in forms:
+      fixed = _with_batch(graph_def, batch)
+      fixed_small, fixed_report = tf1prune.shrink_graph_def(fixed, [output])
+      pairs['fixed_batch'] = (fixed, fixed_small)
+      entry['fixed_batch_flops_ratio'] = (fixed_report.flops_after /
+                                          fixed_report.flops_before)
     feed = {'images:0': rs.uniform(0, 1, [batch, size, size, 3]).astype(
         np.float32)}
-    entry = result['latency'][str(batch)] = {
-        'fixed_batch_flops_ratio':
-            fixed_report.flops_after / fixed_report.flops_before}
     for key, (unshrunk, shrunk) in pairs.items():
+      if key not in forms:
+        continue
       big, little = one_thread_session(unshrunk), one_thread_session(shrunk)
       want = big.run(output + ':0', feed)
       got = little.run(output + ':0', feed)
@@ -121,16 +127,28 @@ def main(argv=None):
   parser.add_argument('--repeats', type=int, default=None)
   parser.add_argument('--width', type=float, default=0.5)
   parser.add_argument('--nets', default=None,
-                      help='comma-separated; default both (--quick: '
-                           'mobilenet_v2 only)')
+                      help='comma-separated; default %s (--quick: '
+                           'mobilenet_v2 only)' % ','.join(NETS))
+  parser.add_argument('--batches', default=None,
+                      help='comma-separated batch sizes; default 1,16,32 '
+                           '(--quick: 1,2)')
+  parser.add_argument('--forms', default=','.join(FORMS),
+                      help='comma-separated, of %s' % ', '.join(FORMS))
   args = parser.parse_args(argv)
+  forms = tuple(args.forms.split(','))
+  if not forms or any(f not in FORMS for f in forms):
+    raise ValueError('--forms must be a comma-separated list of %s, got %r'
+                     % (', '.join(FORMS), args.forms))
   tf.disable_eager_execution()
   size, batches = (32, (1, 2)) if args.quick else (224, (1, 16, 32))
+  if args.batches:
+    batches = tuple(int(b) for b in args.batches.split(','))
   nets = args.nets or ('mobilenet_v2' if args.quick else ','.join(NETS))
   repeats = args.repeats or (3 if args.quick else 7)
   results = {'tf_version': tf.__version__, 'nets': {}}
   for name in nets.split(','):
-    results['nets'][name] = measure(name, size, args.width, batches, repeats)
+    results['nets'][name] = measure(name, size, args.width, batches, repeats,
+                                    forms)
   write_results('shrink_mobile_quick' if args.quick else 'shrink_mobile',
                 results)
 

@@ -4,6 +4,7 @@ import os
 import subprocess
 
 import numpy as np
+import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
@@ -54,16 +55,22 @@ def _filter_pruned_checkpoint(train_dir):
                           global_step=step)
 
 
-def test_library_graph_defs_made_here_run_under_the_other_tf(tmp_path,
-                                                             other_python):
+@pytest.mark.parametrize('objective', ['flops', 'params'])
+def test_library_graph_defs_made_here_run_under_the_other_tf(
+    objective, tmp_path, other_python):
   train_dir = str(tmp_path / 'train')
   _filter_pruned_checkpoint(train_dir)
   frozen = tf1prune.graph_def_from_checkpoint(train_dir, ['logits/BiasAdd'])
   stripped = tf1prune.strip_pruning_vars_fn(frozen, ['logits/BiasAdd'])
-  shrunk, report = tf1prune.shrink_graph_def(stripped, ['logits/BiasAdd'])
+  shrunk, report = tf1prune.shrink_graph_def(stripped, ['logits/BiasAdd'],
+                                             objective=objective)
   assert report.layers[0].outputs_after == 4
-  # conv2 pads: the shrunk graph has the extra ones channel.
-  assert any(n.op == 'Fill' for n in shrunk.node)
+  # conv2 pads: the shrunk graph has the border map added with its bias
+  # (flops), or the extra ones channel (params).
+  if objective == 'flops':
+    assert any(n.name.endswith('/shrink_map/add') for n in shrunk.node)
+  else:
+    assert any(n.op == 'Fill' for n in shrunk.node)
   feed = np.random.RandomState(0).randn(2, 8, 8, 3).astype(np.float32)
   paths = []
   for name, graph_def in (('frozen', frozen), ('stripped', stripped),

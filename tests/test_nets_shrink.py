@@ -16,11 +16,8 @@ import nets_shrink_support as support
 
 @pytest.mark.slow
 @pytest.mark.parametrize('name', [
-    pytest.param('mobilenet_v1', marks=pytest.mark.xfail(
-        raises=AssertionError, strict=True, reason='8 indicator channels '
-        'per 1x1 conv after a stride-1 padded depthwise conv: FLOPs x0.303 '
-        'against the ideal x0.274 at 64x64 (11% over; no stops left)')),
-    'mobilenet_v2', 'se_resnet', 'efficientnet_b0', 'mobilenet_v3_small'])
+    'mobilenet_v1', 'mobilenet_v2', 'se_resnet', 'efficientnet_b0',
+    'mobilenet_v3_small'])
 def test_pruned_mobile_net_shrinks_to_its_ideal_with_equal_outputs(
     name, tmp_path):
   net = support.prune_net(name, 64, str(tmp_path))
@@ -38,6 +35,10 @@ def test_pruned_mobile_net_shrinks_to_its_ideal_with_equal_outputs(
   ideal = support.ideal_flops(net, report)
   assert ideal < 0.6 * report.flops_before
   assert report.stops == []
-  assert abs(report.flops_after - ideal) <= 0.05 * ideal, (
+  # MobileNet v1 and v2: what removed channels give a pointwise conv after a
+  # padded depthwise conv is a map added with its bias (no multiply-add), so
+  # they reach their ideal; the others within 5%.
+  tolerance = 0.02 if name in ('mobilenet_v1', 'mobilenet_v2') else 0.05
+  assert abs(report.flops_after - ideal) <= tolerance * ideal, (
       'FLOPs x%.3f, ideal x%.3f' % (report.flops_after / report.flops_before,
                                     ideal / report.flops_before))

@@ -93,10 +93,47 @@ def _padded_pair(rs):
           b2.astype(np.float32))
 
 
-def test_zero_padded_next_conv_reads_the_removed_constants_as_ones():
+def test_zero_padded_next_conv_gets_the_removed_constants_as_a_map():
   feed, w2, b2 = _padded_pair(np.random.RandomState(2))
   small, report = _check_same_outputs(tf.get_default_graph().as_graph_def(),
                                       feed)
+  assert report.layers[0].outputs_after == 1 and report.stops == []
+  consts = _consts(small)
+  weight, = [v for v in consts.values() if v.ndim == 4 and v.shape[:2] == (3, 3)]
+  assert weight.shape == (3, 3, 1, 2)                # no extra channel
+  np.testing.assert_array_equal(weight[:, :, 0], w2[:, :, 3])
+  # y's bias add is now b2 + what relu(b1) of the removed channels gives
+  # each output position through y's zero-padded taps, one [1, H x W, C] map.
+  removed = np.float32([1.5, 0.0, 0.7]).astype(np.float64)
+  taps = np.ones([6, 7, 3]) * removed
+  pads = conv_pads([6, 7], [3, 3], [1, 1], [1, 1], 'SAME')
+  padded = np.pad(taps, [tuple(p) for p in pads] + [(0, 0)], 'constant')
+  expected = b2.astype(np.float64) + sum(
+      np.tensordot(padded[i:i + 6, j:j + 7], w2[i, j, :3].astype(np.float64),
+                   axes=([2], [0])) for i in range(3) for j in range(3))
+  np.testing.assert_allclose(consts['y/shrink_map/value'],
+                             expected.reshape(1, 42, 2), rtol=1e-6)
+  assert consts['y/shrink_map/flat_shape'].tolist() == [-1, 42, 2]
+  assert consts['y/shrink_map/shape'].tolist() == [-1, 6, 7, 2]
+  ops = {n.name: n.op for n in small.node}
+  assert {n: op for n, op in ops.items() if n.startswith('y')} == {
+      'y': 'Reshape', 'y/shrink_map/flat': 'Reshape', 'y/shrink_map/add':
+      'Add', 'y/shrink_map/flat_shape': 'Const', 'y/shrink_map/value':
+      'Const', 'y/shrink_map/shape': 'Const'}
+  assert not [n for n in ops if 'shrink_ones' in n or 'shrink_fold' in n]
+  # conv1's weight and bias, y's weight and the map's three: y's bias is gone.
+  assert len([op for op in ops.values() if op == 'Const']) == 6
+  # The map replaces the bias: parameters count its entries, FLOPs only the
+  # kept input channel.
+  assert report.layers[1].inputs_after == 1
+  assert report.layers[1].params_after == 3 * 3 * 1 * 2 + 6 * 7 * 2
+  assert report.layers[1].flops_after == 2 * 6 * 7 * 3 * 3 * 1 * 2
+
+
+def test_params_objective_reads_the_removed_constants_as_ones():
+  feed, w2, b2 = _padded_pair(np.random.RandomState(2))
+  small, report = _check_same_outputs(tf.get_default_graph().as_graph_def(),
+                                      feed, objective='params')
   assert report.layers[0].outputs_after == 1 and report.stops == []
   consts = _consts(small)
   weight, = [v for v in consts.values() if v.ndim == 4 and v.shape[:2] == (3, 3)]

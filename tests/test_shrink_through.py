@@ -70,8 +70,9 @@ def test_conv_fused_batch_norm_folds_and_its_empty_filters_go():
   assert (conv1.outputs_before, conv1.outputs_after) == (6, 4)
   assert (conv2.inputs_before, conv2.inputs_after) == (6, 4)
   assert conv1.flops_after == _conv_flops(8, 8, 3, 3, 4)
-  # conv2 pads: it reads the removed constants as one extra channel of ones.
-  assert conv2.flops_after == _conv_flops(8, 8, 3, 4 + 1, 4)
+  # conv2 pads: what the removed constants give it is a map added with its
+  # bias, no multiply-add.
+  assert conv2.flops_after == _conv_flops(8, 8, 3, 4, 4)
   assert report.stops == []
 
 
@@ -132,8 +133,7 @@ def test_residual_add_shrinks_when_every_member_drops_the_same_channels():
   assert _layer(report, 'conv_s').outputs_after == 5
   assert _layer(report, 'conv_b2').outputs_after == 5
   assert _layer(report, 'conv_out').inputs_after == 5
-  assert _layer(report, 'conv_out').flops_after == _conv_flops(8, 8, 3, 5 + 1,
-                                                              2)
+  assert _layer(report, 'conv_out').flops_after == _conv_flops(8, 8, 3, 5, 2)
   assert report.stops == []
 
 
@@ -186,7 +186,9 @@ def test_depthwise_conv_drops_the_multiplier_outputs_of_a_removed_input():
   assert report.stops == []
 
 
-def test_explicit_pad_before_a_valid_stride_2_conv_is_passed_exactly():
+@pytest.mark.parametrize('objective', ['flops', 'params'])
+def test_explicit_pad_before_a_valid_stride_2_conv_is_passed_exactly(
+    objective):
   rs = np.random.RandomState(6)
   x = tf.placeholder(tf.float32, [None, 9, 9, 2], name='x')
   h = tf.nn.relu(_fused_bn(_conv(x, _weights(rs, [3, 3, 2, 6], [1, 2, 5]),
@@ -196,15 +198,23 @@ def test_explicit_pad_before_a_valid_stride_2_conv_is_passed_exactly():
                                  2), rs))
   tf.identity(_conv(h, rs.randn(1, 1, 4, 2), 'conv3'), name='y')
   feed = rs.randn(2, 9, 9, 2).astype(np.float32)
-  small, report = _shrink_same_outputs(feed)
+  small, report = _shrink_same_outputs(feed, objective=objective)
   assert _layer(report, 'conv1').outputs_after == 3
   assert _layer(report, 'conv2').inputs_after == 3
-  # The removed channels are constants inside, 0 in the padding: conv2 reads
-  # them as one extra channel of ones padded the same way (no map constant).
-  assert _layer(report, 'conv2').flops_after == _conv_flops(5, 5, 3, 3 + 1, 4)
   ops = {n.name: n.op for n in small.node}
-  assert ops['conv2/shrink_ones/pad'] == 'Pad'
-  assert 'conv2/shrink_ones/pattern' not in ops
+  if objective == 'flops':
+    # A [5, 5, 4] map added with conv2's bias: no multiply-add for it.
+    assert _layer(report, 'conv2').flops_after == _conv_flops(5, 5, 3, 3, 4)
+    assert [op for n, op in ops.items() if n.endswith('/shrink_map/add')] == \
+        ['Add']
+    assert not [n for n in ops if 'shrink_ones' in n]
+  else:
+    # The removed channels are constants inside, 0 in the padding: conv2
+    # reads them as one extra channel of ones padded the same way.
+    assert _layer(report, 'conv2').flops_after == _conv_flops(5, 5, 3, 3 + 1,
+                                                              4)
+    assert ops['conv2/shrink_ones/pad'] == 'Pad'
+    assert 'conv2/shrink_ones/pattern' not in ops
   assert report.stops == []
 
 

@@ -94,8 +94,8 @@ def _mobilenet(x):
 
   conv1's biases are of both signs: a removed channel that relu6 makes 0
   passes the depthwise as a constant; one that is not 0 is a border map
-  after it, which pointwise reads as indicator channels (the input shape is
-  known: one constant, concatenated to the data)."""
+  after it, which the shrink adds with pointwise's bias (one constant map
+  behind a Reshape, so that TOCO does not fold it into the bias)."""
   bias = tf.random_uniform_initializer(0.05, 0.3)
   net = tf1prune.masked_conv2d(x, 16, 3, biases_initializer=(
       tf.random_uniform_initializer(-0.3, 0.3)),

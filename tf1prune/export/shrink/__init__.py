@@ -12,7 +12,10 @@ One module per step, in the order `shrink_graph_def` runs them:
   walk of the graph per round (`RegionWalk`), a region per emptied layer.
 - `removed_values`: what a removed channel is at each tensor of a region.
 - `padding`: what a zero-padded conv or pool makes of a constant channel.
-- `extra_channels`: those position-dependent values as extra input channels.
+- `border_maps`: what those position-dependent values give a conv's output,
+  as one constant map added with its bias.
+- `extra_channels`: those values as extra input channels, where a map is not
+  used.
 - `rewrite`: removes a region's channels and folds what they gave.
 - `report`: parameters, FLOPs and stops (`ShrinkReport`).
 - `run`: the rounds above until nothing changes; `shrink_graph_def`, `shrink_pb`.

@@ -21,9 +21,11 @@ included), `ones * pattern` is one `[N, H, W, k]` constant (`.../map`),
 built once: no op runs per call but the ConcatV2; `pattern` (`[1, H, W, k]`, left out when it is all ones) holds the
 indicator of each distinct value vector, or the removed values themselves
 when there are fewer channels than vectors; `rows` is what each extra channel
-is worth to the conv. Every deployment stack computes this form exactly,
-whereas an `Add` of a `[1, H, W, C]` map after the conv's bias is folded into
-the bias with the map's first pixel by TF 1.15's TFLite converter.
+is worth to the conv. Every deployment stack computes this form exactly.
+With objective 'flops' the shrink uses it only where the cheaper border map
+(`border_maps`: the same values added with the conv's bias, no
+multiply-add) cannot be used: the conv's output height or width is not
+static, or the conv is a graph output.
 """
 
 import numpy as np

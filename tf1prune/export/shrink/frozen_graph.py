@@ -56,6 +56,7 @@ class FrozenGraph(GraphIndex):
     self.changed = set()
     self.folded = {}   # layer name -> float consts the shrink added for it
     self.extra = {}    # conv name -> [(extra input channels, pattern)]
+    self.maps = {}     # conv name -> (layer, float64 map added at its output)
     self.lrn = {}      # rewritten LRN -> (its band weight, channels before)
 
   def add(self, node):

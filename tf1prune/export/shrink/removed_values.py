@@ -24,6 +24,7 @@ an explicit Pad or a padded depthwise conv, a map over the positions
 
 import numpy as np
 
+from tf1prune.export.shrink.border_maps import map_value
 from tf1prune.export.shrink.padding import (conv_map, conv_pads,
                                             depthwise_map, pool_map)
 from tf1prune.export.shrink.frozen_graph import attr_ints, attr_str, split_input
@@ -71,7 +72,14 @@ def empty_filters(g, layer):
 
 def source_value(g, layer):
   """float64 [1, 1, O] or [H', W', O]: what `layer` outputs where its data
-  weights are zero (0, or what its extra channels give)."""
+  weights are zero (0, or what its extra channels and its border map give)."""
+  value = _extra_value(g, layer)
+  added = map_value(g, layer)
+  return value if added is None else value + added
+
+
+def _extra_value(g, layer):
+  """What `layer`'s extra channels give its outputs."""
   weight = g.value(layer.weight)
   count = extra_count(g, layer)
   if not count:

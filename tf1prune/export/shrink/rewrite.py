@@ -26,39 +26,28 @@ ops, the depthwise weights (input axis), reshape targets, and the sinks'
 weights (input axis). What the removed inputs gave a sink, when it is the
 same at every output position, is added to the sink's bias (or by a new Add
 of a `[C]` constant when it has none); where a zero-padded conv (or a value
-that varies over the positions) makes it vary, the conv reads the removed
-values as extra input channels (`extra_channels`), unless their pattern
-would cost more parameters than the channels (then they stay);
-`fold_borders=False`: such channels stay unless their value is 0.
+that varies over the positions) makes it vary, it is a map over the conv's
+output: with objective 'flops' it is added with the conv's bias, one
+constant (`border_maps`), where the conv's output height and width are
+static and the conv is not a graph output; otherwise the conv reads the
+removed values as extra input channels (`extra_channels`), unless, with
+objective 'params', their pattern would cost more parameters than the
+channels (then they stay); `fold_borders=False`: such channels stay unless
+their value is 0.
 """
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export.shrink import lrn
+from tf1prune.export.shrink.border_maps import (drop_map_outputs, own_bias,
+                                                record_map, takes_map)
 from tf1prune.export.shrink.frozen_graph import attr_ints, split_input
-from tf1prune.export.shrink.regions import channel_const
 from tf1prune.export.shrink.report import ShrinkStop
 from tf1prune.export.shrink.padding import conv_map
 from tf1prune.export.shrink.extra_channels import append_channels, extra_channels
 from tf1prune.export.shrink.removed_values import (empty_filters, full, layer_pads,
                                             propagate, spatial_size)
-
-
-def own_bias(g, layer, channels):
-  """The const bias right after `layer` (BiasAdd/Add), or None."""
-  if layer.node.name in g.outputs:
-    return None
-  users = g.consumers(layer.node.name)
-  if not users or len(users) != 1:
-    return None
-  node, index = users[0]
-  if node.op not in ('BiasAdd', 'BiasAddV1', 'Add', 'AddV2'):
-    return None
-  const = channel_const(g, node, 1 - index, channels)
-  if const is None or g.value(const).shape != (channels,):
-    return None
-  return const
 
 
 def _insert_add(g, after, value):
@@ -139,15 +128,20 @@ def _fold(g, layer, value, keep):
     g.folded.setdefault(layer.node.name, []).append(const)
 
 
-def _sink_update(g, layer, x, rows, keep):
-  """What removing input `rows` (value `x`) of sink `layer` needs: None, or
-  the extra channels (pattern, weights) that carry it to a padded conv."""
+def _sink_update(g, layer, x, rows, keep, objective):
+  """What removing input `rows` (value `x`) of sink `layer` needs: None
+  (folded into its bias, or, for objective 'flops', a map added with it:
+  `border_maps`), or the extra channels (pattern, weights) that carry it to
+  a padded conv."""
   if not np.any(x):
     return None
   value = _contribution(g, layer, x, rows)
   uniform = _uniform(value)
   if uniform is not None:
     _fold(g, layer, uniform, keep)
+    return None
+  if objective == 'flops' and takes_map(g, layer, value):
+    record_map(g, layer, value)
     return None
   kernel = g.value(layer.weight)[:, :, rows, :]
   pattern, weights, base = _cheapest_channels(g, layer, x, kernel)
@@ -315,8 +309,9 @@ def shrink_region(g, region, fold_borders, position=None, objective='flops'):
   """Removes the removable classes of `region` from `g`.
 
   `objective` is what the cost rule for position-dependent removed channels
-  minimizes: 'flops' (they always go, as at most as many extra channels) or
-  'params' (they stay where their pattern costs more parameters).
+  minimizes: 'flops' (they always go: a map added with the next conv's bias,
+  else at most as many extra channels) or 'params' (extra channels; they
+  stay where their pattern costs more parameters).
 
   Returns:
     (number of channel classes removed, [ShrinkStop] for the empty source
@@ -356,13 +351,15 @@ def shrink_region(g, region, fold_borders, position=None, objective='flops'):
     if not rows.size:
       continue
     keep = ~mask[layer.node.name] if layer.node.name in sources else None
-    extra = _sink_update(g, layer, values[tensor][..., rows], rows, keep)
+    extra = _sink_update(g, layer, values[tensor][..., rows], rows, keep,
+                         objective)
     _delete(g, layer.weight, mask[tensor], axis=-2)
     if extra is not None:
       g.folded.setdefault(layer.node.name, []).extend(
           append_channels(g, layer, *extra))
   for layer in region.sources:
     _delete(g, layer.weight, mask[layer.node.name])
+    drop_map_outputs(g, layer, mask[layer.node.name])
   for op in region.ops:
     if op.kind == 'elementwise' and op.const is not None:
       _delete(g, op.const, mask[op.output])

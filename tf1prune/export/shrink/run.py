@@ -32,11 +32,12 @@ output of `strip_pruning_vars_fn`). In three steps:
 3. `removed_values` and `rewrite`: what a removed channel is at each
    tensor (a constant, or a constant map after padding), and what it gave the
    next layers: added to their bias where it is the same at every output
-   position; where zero padding makes it vary, the next conv reads it as
-   extra input channels (`extra_channels`: a channel of ones, maybe padded
-   like the data or times a `[1, H, W, k]` pattern), which every deployment
-   stack computes exactly (`fold_borders=False`: such channels stay unless
-   their constant is 0).
+   position; where zero padding makes it vary, a constant map over the next
+   conv's output added with its bias (`border_maps`, objective 'flops'),
+   else the next conv reads it as extra input channels (`extra_channels`: a
+   channel of ones, maybe padded like the data or times a `[1, H, W, k]`
+   pattern); every deployment stack computes both exactly
+   (`fold_borders=False`: such channels stay unless their constant is 0).
 
 Layers emptied by removed inputs are removed in the next round, until
 nothing changes. Where a channel has to stay (an LRN, a graph output, a
@@ -51,7 +52,8 @@ from tf1prune.export.atomic import write_atomically
 from tf1prune.export.attrs import op_defs, strip_default_attrs
 from tf1prune.export.names import check_outputs, output_names
 from tf1prune.export.progress import notify
-from tf1prune.export.shrink.rewrite import own_bias, shrink_region
+from tf1prune.export.shrink.border_maps import add_border_maps, own_bias
+from tf1prune.export.shrink.rewrite import shrink_region
 from tf1prune.export.shrink.removed_values import empty_filters, extra_count
 from tf1prune.export.shrink.frozen_graph import FrozenGraph, static_shapes
 from tf1prune.export.shrink.prepare import prepare_graph_def
@@ -144,23 +146,27 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
     output_node_names: list of output node names (or a comma-separated str);
       their shapes and values do not change.
     fold_borders: when a removed channel's constant is not 0 and the next
-      conv zero-pads, give that conv what the channel gave it as an extra
-      input channel of ones (`<conv>/shrink_ones`, counted in the report's
-      parameters and FLOPs; the report's `inputs` leave it out). False: such
-      channels stay.
+      conv zero-pads, give that conv's output what the channel gave it: a
+      constant map added with its bias (`<bias>/shrink_map`, counted in the
+      report's parameters), or extra input channels (`<conv>/shrink_ones`,
+      counted in the report's parameters and FLOPs; the report's `inputs`
+      leave them out). False: such channels stay.
     objective: what the cost rule for removed channels that padding makes
       vary over the positions minimizes: 'flops' (default: they are always
-      removed, through at most as many extra channels as they were, the
-      interior value in the bias) or 'params' (they stay where the
-      `[1, H, W, k]` pattern of the extra channels has more entries than the
-      weights it replaces).
+      removed; a `[1, H' x W', C]` map added with the next conv's bias where
+      its output height and width are static, else at most as many extra
+      channels as they were, the interior value in the bias) or 'params'
+      (extra channels; they stay where the `[1, H, W, k]` pattern of the
+      extra channels has more entries than the weights it replaces).
     progress: optional `progress(stage, done, total, fraction)` callable
       (`tf1prune.export.progress`): layers done of each round.
 
   Returns:
     (graph_def, report): the shrunk GraphDef (same node names, smaller
-    weight, bias and reshape constants, batch norms folded, maybe new
-    `<conv>/shrink_ones` extra channels, or `.../shrink_fold` Add nodes of a
+    weight, bias and reshape constants, batch norms folded, maybe
+    `<bias>/shrink_map` border maps (the bias node becomes a Reshape of the
+    same name), new `<conv>/shrink_ones` extra channels, or
+    `.../shrink_fold` Add nodes of a
     `[C]` constant after a layer without a bias; no `_output_shapes`
     attributes, attributes
     at their default left out, so that TF 1.15 and TF 2.x both load it) and a
@@ -188,6 +194,8 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
     g.shapes = static_shapes(copy)
     if not changed:
       break
+  add_border_maps(g)
+  _write_back(g)
   strip_default_attrs(copy, op_defs(copy))
   after = [_stats(g, layer) for layer in layers.values()]
   rows = [LayerShrink(layer.node.name, layer.node.op, b[0], a[0], b[1], a[1],
