@@ -89,8 +89,11 @@ ensure_venv() {
         for spec in $MATRIX; do [ "${spec%%:*}" = "$stack" ] && entry=$spec; done
         [ -n "$entry" ] || { _log "unknown venv '$stack': tf1, tf2, tf215, tf2keras2, deploy, tools or one of: $MATRIX"; return 1; }
         pyv=$(echo "$entry" | cut -d: -f2); tfv=$(echo "$entry" | cut -d: -f3)
-        # NumPy 2 needs TensorFlow 2.18 or newer.
+        # NumPy 2 needs TensorFlow 2.18 or newer; TensorFlow 2.20 allows any
+        # protobuf, but its write_graph(as_text=True) (the Saver's
+        # graph.pbtxt) fails with protobuf 7 (float_format is gone).
         numpy=""; [ "${tfv#2.}" -lt 18 ] && numpy="numpy<2"
+        [ "${tfv#2.}" = 20 ] && numpy="$numpy protobuf<7"
         _new_venv "$dir" "$(_python "$pyv")" "TensorFlow $tfv" || return 1
         # shellcheck disable=SC2086
         _pip "$dir" "tensorflow-cpu==$tfv.*" $numpy $TEST_DEPS || return 1;;

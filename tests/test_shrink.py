@@ -99,7 +99,8 @@ def test_zero_padded_next_conv_gets_the_removed_constants_as_a_map():
                                       feed)
   assert report.layers[0].outputs_after == 1 and report.stops == []
   consts = _consts(small)
-  weight, = [v for v in consts.values() if v.ndim == 4 and v.shape[:2] == (3, 3)]
+  weight, = [v for v in consts.values()
+             if v.ndim == 4 and v.shape[:2] == (3, 3)]
   assert weight.shape == (3, 3, 1, 2)                # no extra channel
   np.testing.assert_array_equal(weight[:, :, 0], w2[:, :, 3])
   # y's bias add is now b2 + what relu(b1) of the removed channels gives
@@ -136,7 +137,8 @@ def test_params_objective_reads_the_removed_constants_as_ones():
                                       feed, objective='params')
   assert report.layers[0].outputs_after == 1 and report.stops == []
   consts = _consts(small)
-  weight, = [v for v in consts.values() if v.ndim == 4 and v.shape[:2] == (3, 3)]
+  weight, = [v for v in consts.values()
+             if v.ndim == 4 and v.shape[:2] == (3, 3)]
   # Input 0 is the kept channel 3, input 1 the ones: relu(b1) of the removed
   # channels times their weights, summed; the bias is unchanged.
   assert weight.shape == (3, 3, 2, 2)

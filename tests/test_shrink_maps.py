@@ -5,6 +5,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 import tensorflow.compat.v1 as tf
 
 from graph_support import consts as _consts, run as _run
@@ -147,21 +148,55 @@ def test_params_objective_keeps_the_extra_channels():
   assert not [n for n in ops if 'shrink_map' in n]
 
 
+@pytest.mark.parametrize('size', [8, 24])    # one const, the table form
 def test_every_consumer_of_both_stacks_computes_the_map_exactly(
-    tmp_path, other_python):
+    tmp_path, other_python, size):
   """TF 1.15's TFLite converter (TOCO) included, on a graph shrunk here."""
-  graph_def, _ = _block(batch=2)
+  graph_def, _ = _block(size=size, batch=2)
   small, _ = shrink_graph_def(graph_def, ['y'])
+  assert any(n.name.endswith('/shrink_map/table') for n in small.node) == (
+      size == 24)
   graph_io.strip_default_attrs(small, graph_io.op_defs(small))
   path = os.path.join(str(tmp_path), 'block.pb')
   with open(path, 'wb') as f:
     f.write(small.SerializeToString())
   _same_outputs(graph_def, small, np.random.RandomState(0).uniform(
-      -1, 1, [2, 8, 8, 3]).astype(np.float32))
+      -1, 1, [2, size, size, 3]).astype(np.float32))
   cells = deploy.check_deploy([sys.executable, other_python],
                               str(tmp_path), pb=path,
-                              inputs=[['x', [2, 8, 8, 3]]], outputs=['y'])
+                              inputs=[['x', [2, size, size, 3]]],
+                              outputs=['y'])
   consumers = sorted(c.consumer for c in cells)
   assert [c for c in consumers if c.startswith('tflite @ TF 1.15')], consumers
   bad = [(c.consumer, c.text()) for c in cells if c.status != 'ok']
   assert not bad, bad
+
+
+def test_a_large_map_is_stored_as_its_table_of_distinct_rows_and_columns():
+  from tf1prune.export.shrink.border_maps import COMPACT_FROM, compact
+  graph_def, feed = _block(size=24)           # 24 x 24 x 12 = 6912 entries
+  assert 24 * 24 * 12 >= COMPACT_FROM
+  small, report = shrink_graph_def(graph_def, ['y'])
+  _same_outputs(graph_def, small, feed)
+  assert report.stops == []
+  consts = _consts(small)
+  base, = [n[:-len('/table')] for n in consts
+           if n.endswith('/shrink_map/table')]
+  table = consts[base + '/table']
+  rows, cols = consts[base + '/row_index'], consts[base + '/col_index']
+  # Top, interior and bottom rows; left, interior and right columns.
+  assert table.shape == (3, 3, 12)
+  assert len(set(rows.tolist())) == 3 and rows[0] != rows[1] != rows[-1]
+  assert len(set(cols.tolist())) == 3 and cols[0] != cols[1] != cols[-1]
+  assert rows.shape == (24,) and cols.shape == (24,)
+  ops = {n.name: n.op for n in small.node}
+  assert ops[base + '/value'] == 'Reshape'
+  assert ops[base + '/full'] == 'GatherV2'
+  # The report counts the table (with the bias in it), not the 24 x 24 map.
+  assert _layer(report, 'pointwise').params_after == 5 * 12 + 3 * 3 * 12
+  # compact: table[rows][:, cols] is the map, exactly.
+  value = np.random.RandomState(0).uniform(size=[3, 3, 2])[
+      [0, 1, 1, 2]][:, [0, 1, 1, 1, 2]]
+  table, rows, cols = compact(value)
+  assert table.shape == (3, 3, 2)
+  np.testing.assert_array_equal(table[rows][:, cols], value)

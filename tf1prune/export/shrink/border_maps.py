@@ -49,6 +49,7 @@ from tf1prune.export.names import split_input
 from tf1prune.export.shrink.regions import channel_const
 
 SUFFIX = '/shrink_map'
+COMPACT_FROM = 1 << 12   # map entries: smaller maps stay one const
 
 
 def own_bias(g, layer, channels):
@@ -140,6 +141,56 @@ def _drop_unused(g, name):
     g.users[name] = [u for u in g.users.get(name, []) if u[0] is not node]
 
 
+def compact(value):
+  """(table, rows, cols) with `value == table[rows][:, cols]`.
+
+  A border map has a few distinct rows and columns (the borders and the
+  interior), so `table` `[r, c, C]` is small; `rows` `[H']` and `cols`
+  `[W']` are int32 indices into it.
+  """
+  height, width, channels = value.shape
+  kinds, rows = np.unique(value.reshape(height, -1), axis=0,
+                          return_inverse=True)
+  kinds = kinds.reshape(-1, width, channels).transpose(1, 0, 2)
+  table, cols = np.unique(kinds.reshape(width, -1), axis=0,
+                          return_inverse=True)
+  table = table.reshape(-1, kinds.shape[1], channels).transpose(1, 0, 2)
+  return (np.ascontiguousarray(table), rows.reshape(-1).astype(np.int32),
+          cols.reshape(-1).astype(np.int32))
+
+
+def _map_const(g, base, value):
+  """Nodes giving `value` `[H', W', C]` as `[1, H' x W', C]`: (the const the
+  report counts, the tensor to add).
+
+  One const of the map, or, for a large map (COMPACT_FROM entries and up)
+  that `compact` at least halves, its table expanded by two constant
+  `GatherV2`s and a Reshape: every consumer folds those constant ops once
+  (TensorFlow's graph optimizer, the converters), and the `.pb` keeps only
+  the table and its indices.
+  """
+  height, width, channels = value.shape
+  table, rows, cols = compact(value)
+  if (value.size < COMPACT_FROM or
+      2 * (table.size + height + width) > value.size):
+    const = _const(g, base + '/value', value.reshape(1, -1, channels))
+    return const, const
+  const = _const(g, base + '/table', table)
+  by_row = _node(g, base + '/rows', 'GatherV2', [
+      const, _const(g, base + '/row_index', rows),
+      _const(g, base + '/row_axis', np.array(0, np.int32))],
+                 Tparams=value.dtype, Tindices=tf.int32, Taxis=tf.int32)
+  full = _node(g, base + '/full', 'GatherV2', [
+      by_row.name, _const(g, base + '/col_index', cols),
+      _const(g, base + '/col_axis', np.array(1, np.int32))],
+               Tparams=value.dtype, Tindices=tf.int32, Taxis=tf.int32)
+  flat = _node(g, base + '/value', 'Reshape', [full.name, _const(
+      g, base + '/value_shape', np.array([1, height * width, channels],
+                                         np.int32))],
+               T=value.dtype, Tshape=tf.int32)
+  return const, flat.name
+
+
 def _write_map(g, layer, value):
   """Puts `value` `[H', W', O]` after conv `layer`, with its bias if it has
   one; returns the map const's name."""
@@ -154,16 +205,14 @@ def _write_map(g, layer, value):
   flat = _node(g, base + '/flat', 'Reshape', [conv, _const(
       g, base + '/flat_shape', np.array([-1, height * width, channels],
                                         np.int32))], T=dtype, Tshape=tf.int32)
-  const = _const(g, base + '/value', value.reshape(
-      1, height * width, channels).astype(dtype))
-  add = _node(g, base + '/add', 'Add', [flat.name, const], T=dtype)
+  const, summand = _map_const(g, base, value.astype(dtype))
+  add = _node(g, base + '/add', 'Add', [flat.name, summand], T=dtype)
   shape = _const(g, base + '/shape', np.array([-1, height, width, channels],
                                               np.int32))
   old = [u for u in g.users[conv] if u[0] is not flat]
   g.users[conv] = [(flat, 0, 0)]
   if target is None:
-    final = _node(g, base, 'Reshape', [add.name, shape], T=dtype,
-                  Tshape=tf.int32)
+    _node(g, base, 'Reshape', [add.name, shape], T=dtype, Tshape=tf.int32)
     for node, index, _ in old:
       node.input[index] = base
     g.users[base] = old

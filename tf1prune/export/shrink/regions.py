@@ -220,7 +220,7 @@ class RegionWalk(Forward):
 
   def region(self, start):
     """The Region of the output tensor `start` of a Conv2D/MatMul layer."""
-    g, region = self.g, Region(self.sets)
+    region = Region(self.sets)
     region.sources.append(self.layers[start])
     if not self.carries(start):
       region.broken = self.breaks[start]
