@@ -16,8 +16,8 @@ answered here, once:
 - `classify`: a node's `ChannelOp` (which inputs carry channels, which are
   per-channel parameters, the concat widths, depthwise multiplier, ...) or
   why its channels end there;
-- `propagate`: the `UnionFind` of channel elements and `combine`, which
-  unions the elements an op ties;
+- `propagate`: the `UnionFind` of channel elements and `combine` (and
+  `tie`, for the Keras shrink's view), which union the elements an op ties;
 - `forward`: `Forward`, the propagation from seed tensors through a view
   (the training walk; it marks blocked channels and the model's outputs:
   those that reach a softmax or argmax, or that nothing reads);
@@ -54,10 +54,10 @@ Nodes and tensors are whatever the view likes (`tf.Operation` / `tf.Tensor`,
 from tf1prune.channels.classify import ChannelOp, classify, per_channel
 from tf1prune.channels.forward import Forward
 from tf1prune.channels.graph_view import GraphView
-from tf1prune.channels.propagate import UnionFind, combine
+from tf1prune.channels.propagate import UnionFind, combine, tie
 from tf1prune.channels.table import (OUTPUT_OPS, POSITIONAL, RULES, Rule,
                                      passes_value, rule_of)
 
 __all__ = ['ChannelOp', 'Forward', 'GraphView', 'OUTPUT_OPS', 'POSITIONAL', 'RULES',
            'Rule', 'UnionFind', 'classify', 'combine', 'passes_value',
-           'per_channel', 'rule_of']
+           'per_channel', 'rule_of', 'tie']

@@ -13,7 +13,9 @@ of the inputs of a `ChannelOp` that carry channels (`{input index: ids}`),
 unions the ones the op ties (both inputs of an add, an SE gate, ...) and
 returns the ids of the output's channels in order (None where a concat
 input carries no channels). `Forward` gives them to the output, in the
-training walk (`find_channel_groups`) and in the shrink's (`RegionWalk`).
+training walk (`find_channel_groups`) and in the shrink's (`RegionWalk`);
+the Keras shrink's view, whose tensors already have ids, unions them with
+these (`tie`).
 """
 
 import numpy as np
@@ -89,3 +91,13 @@ def combine(sets, op, ids):
   if op.kind == 'reshape':
     return first * op.extra
   return first
+
+
+def tie(sets, op, ids, out):
+  """Unions the output ids `out` with what `combine` gives; False if the
+  widths do not fit."""
+  expected = combine(sets, op, ids)
+  if expected is None or len(expected) != len(out):
+    return False
+  sets.union(out, expected)
+  return True

@@ -89,7 +89,7 @@ def _env(python):
               PATH=path + os.pathsep + os.environ.get('PATH', ''))
 
 
-def _worker(python, args):
+def _run_worker(python, args):
   env = _env(python)
   subprocess.run([python, '-m', 'tf1prune.deploy._worker'] + args, env=env,
                  check=True, cwd=_ROOT)
@@ -186,7 +186,7 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
       out = os.path.join(work_dir, 'stack%d' % i)
       os.makedirs(out)
       _log('building the models with %s' % python)
-      _worker(python, ['build', out, os.path.join(out, 'specs.json')] +
+      _run_worker(python, ['build', out, os.path.join(out, 'specs.json')] +
               list(models or []))
       with open(os.path.join(out, 'specs.json')) as f:
         specs.extend(json.load(f))
@@ -206,7 +206,7 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
   for i, python in enumerate(pythons):
     path = os.path.join(work_dir, 'results%d.json' % i)
     _log('running the consumers of %s' % python)
-    _worker(python, ['run', jobs_path, path])
+    _run_worker(python, ['run', jobs_path, path])
     with open(path) as f:
       results.extend(json.load(f))
   return _cells(specs, results)
