@@ -37,6 +37,11 @@ silently wrong model); it fuses nothing across a Reshape. TensorFlow 1.15
 and 2.x, both TFLite converters, tf2onnx + onnxruntime and OpenVINO compute
 this form exactly (docs/deployment.md).
 
+A map of `COMPACT_FROM` entries and more is stored as the table of its
+distinct rows and columns (`compact`: a few, the borders and the interior)
+and rebuilt by two constant `GatherV2`s, which TensorFlow and the
+converters fold once: the `.pb` does not grow with the image size.
+
 During the rounds of `shrink_graph_def` the maps are kept beside the graph
 (`FrozenGraph.maps`, by conv name) and added up; `add_border_maps` writes
 them into the graph once, at the end.
