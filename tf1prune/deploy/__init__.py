@@ -28,8 +28,7 @@ import numpy as np
 __all__ = ['Cell', 'check_deploy', 'format_matrix', 'TOLERANCE']
 
 TOLERANCE = 1e-4
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Cell(collections.namedtuple('Cell', ['model', 'consumer', 'status',
@@ -81,18 +80,28 @@ def _log(message):
   sys.stderr.write('[check_deploy] %s\n' % message)
 
 
-def _env(python):
-  """The worker's environment: this checkout first, the venv's scripts on
-  PATH (TF 1.15's TFLite converter runs its `toco_from_protos` from there)."""
+def _package_home(work_dir):
+  """A folder in `work_dir` that holds only a link to this tf1prune.
+
+  The workers import tf1prune from it, whatever their venv has installed:
+  the folder this package lies in may be another venv's site-packages.
+  """
+  home = os.path.join(work_dir, 'package')
+  if not os.path.isdir(home):
+    os.makedirs(home)
+    os.symlink(_PACKAGE, os.path.join(home, 'tf1prune'))
+  return home
+
+
+def _run_worker(python, home, args, **kwargs):
+  """Runs `python -m tf1prune.deploy._worker ARGS` on tf1prune from `home`,
+  with the venv's scripts on PATH (TF 1.15's TFLite converter runs its
+  `toco_from_protos` from there)."""
   path = os.path.dirname(os.path.abspath(python))
-  return dict(os.environ, PYTHONPATH=_ROOT, TF_CPP_MIN_LOG_LEVEL='2',
-              PATH=path + os.pathsep + os.environ.get('PATH', ''))
-
-
-def _run_worker(python, args):
-  env = _env(python)
-  subprocess.run([python, '-m', 'tf1prune.deploy._worker'] + args, env=env,
-                 check=True, cwd=_ROOT)
+  env = dict(os.environ, PYTHONPATH=home, TF_CPP_MIN_LOG_LEVEL='2',
+             PATH=path + os.pathsep + os.environ.get('PATH', ''))
+  return subprocess.run([python, '-m', 'tf1prune.deploy._worker'] + args,
+                        env=env, check=True, cwd=home, **kwargs)
 
 
 def _relative_diff(got, want):
@@ -170,14 +179,14 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
     A list of `Cell`.
   """
   work_dir = work_dir or tempfile.mkdtemp(prefix='check_deploy_')
+  home = _package_home(work_dir)
   specs = []
   if pb is not None:
     if not inputs or not outputs:
       raise ValueError('pb=%r needs inputs=[[name, shape]] and outputs=[names]'
                        % pb)
-    made_on = subprocess.run(
-        [pythons[0], '-c', 'from tf1prune.deploy._worker import stack_name; '
-         'print(stack_name())'], env=_env(pythons[0]), check=True, stdout=subprocess.PIPE).stdout.decode().strip()
+    made_on = _run_worker(pythons[0], home, ['stack'],
+                          stdout=subprocess.PIPE).stdout.decode().strip()
     specs.append(dict(name=os.path.basename(pb), pb=os.path.abspath(pb),
                       control=None, inputs=inputs, outputs=outputs,
                       made_on=made_on))
@@ -186,8 +195,9 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
       out = os.path.join(work_dir, 'stack%d' % i)
       os.makedirs(out)
       _log('building the models with %s' % python)
-      _run_worker(python, ['build', out, os.path.join(out, 'specs.json')] +
-              list(models or []))
+      _run_worker(python, home, ['build', out,
+                                 os.path.join(out, 'specs.json')] +
+                  list(models or []))
       with open(os.path.join(out, 'specs.json')) as f:
         specs.extend(json.load(f))
   jobs = []
@@ -206,7 +216,7 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
   for i, python in enumerate(pythons):
     path = os.path.join(work_dir, 'results%d.json' % i)
     _log('running the consumers of %s' % python)
-    _run_worker(python, ['run', jobs_path, path])
+    _run_worker(python, home, ['run', jobs_path, path])
     with open(path) as f:
       results.extend(json.load(f))
   return _cells(specs, results)

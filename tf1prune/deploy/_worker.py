@@ -6,12 +6,14 @@
 
     python -m tf1prune.deploy._worker build OUT_DIR SPECS_JSON [MODEL ...]
     python -m tf1prune.deploy._worker run JOBS_JSON RESULTS_JSON
+    python -m tf1prune.deploy._worker stack
 
 `build` makes the models of `tf1prune.deploy._models` in this stack and writes
 their specs; `run` runs every consumer this stack has on every job (`pb`,
 `inputs`, `outputs`, `feeds` .npz) and writes, per job and consumer, the path
-of an .npz of outputs or the error's text. A process per stack keeps the two
-TensorFlow versions apart and a crashing converter away from the caller.
+of an .npz of outputs or the error's text; `stack` prints `stack_name()`. A
+process per stack keeps the two TensorFlow versions apart and a crashing
+converter away from the caller.
 """
 
 import json
@@ -93,6 +95,8 @@ def main(argv):
     _build(argv[1], argv[2], argv[3:])
   elif len(argv) == 3 and argv[0] == 'run':
     _run(argv[1], argv[2])
+  elif argv == ['stack']:
+    print(stack_name())
   else:
     sys.stderr.write(__doc__)
     return 2
