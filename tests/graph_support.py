@@ -48,3 +48,74 @@ def run_in(python, graph_def, feed, directory):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   subprocess.check_call([python, '-c', _RUN_Y, path, x, y], env=env)
   return np.load(y)
+
+
+def read_graph(path):
+  """The tf.Graph of the frozen GraphDef at `path`."""
+  graph_def = tf.GraphDef()
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    graph_def.ParseFromString(f.read())
+  graph = tf.Graph()
+  with graph.as_default():
+    tf.import_graph_def(graph_def, name='')
+  return graph
+
+
+_JOIN = ('Add', 'AddV2', 'AddN', 'Sub', 'Mul', 'Maximum', 'Minimum')
+
+
+def live_channels(tensor, seeds, memo):
+  """bool per channel (last axis) of `tensor`: something a mask kept reaches it.
+
+  `seeds` is {layer op name: bool per output channel}. A depthwise conv
+  repeats its input's channels, element-wise joins keep what any full-width,
+  non-constant input keeps, concats join, a Reshape that flattens repeats its
+  input's channels, any other op passes its first input when it is as wide,
+  and everything else counts as live. `memo` is {tensor name: result}.
+  """
+  if tensor.name in memo:
+    return memo[tensor.name]
+  op = tensor.op
+  width = tensor.shape.as_list()[-1]
+  first = op.inputs[0] if op.inputs else None
+  if op.name in seeds:
+    live = seeds[op.name]
+  elif op.type == 'DepthwiseConv2dNative':
+    live = np.repeat(live_channels(first, seeds, memo),
+                     op.inputs[1].shape.as_list()[-1])
+  elif op.type in _JOIN:
+    parts = [live_channels(t, seeds, memo) for t in op.inputs
+             if t.shape.ndims and t.shape.as_list()[-1] == width and
+             t.op.type != 'Const']
+    live = np.logical_or.reduce(parts) if parts else np.ones(width, bool)
+  elif op.type == 'ConcatV2':
+    live = np.concatenate([live_channels(t, seeds, memo)
+                           for t in op.inputs[:-1]])
+  elif op.type == 'Reshape' and first.shape.ndims and \
+      width % first.shape.as_list()[-1] == 0:
+    live = np.tile(live_channels(first, seeds, memo),
+                   width // first.shape.as_list()[-1])
+  elif first is not None and first.shape.ndims and op.type != 'Const' and \
+      first.shape.as_list()[-1] == width:
+    live = live_channels(first, seeds, memo)
+  else:
+    live = np.ones(width, bool)
+  memo[tensor.name] = live
+  return live
+
+
+def ideal_flops(graph, report, seeds):
+  """FLOPs of the shrink report's layers without the channels no mask kept.
+
+  Each layer costs its FLOPs times the live fraction of its input channels,
+  and of its output channels unless it is a depthwise conv (whose outputs
+  are its inputs' channels). `seeds` as in `live_channels`.
+  """
+  memo, total = {}, 0.0
+  for layer in report.layers:
+    op = graph.get_operation_by_name(layer.name)
+    fraction = live_channels(op.inputs[0], seeds, memo).mean()
+    if op.type != 'DepthwiseConv2dNative':
+      fraction *= live_channels(op.outputs[0], seeds, memo).mean()
+    total += layer.flops_before * fraction
+  return total

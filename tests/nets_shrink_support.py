@@ -18,14 +18,14 @@ import os
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+import graph_support
 import tf1prune
+from graph_support import read_graph
 from bench import _mobile_nets
 
 HPARAMS = ('target_sparsity=0.5,begin_pruning_step=0,pruning_frequency=1,'
            'sparsity_function_begin_step=0,sparsity_function_end_step=2,'
            'granularity_map=[.*:coupled_filter],do_not_prune=[logits]')
-_LAYERS = ('Conv2D', 'MatMul', 'DepthwiseConv2dNative')
-_JOIN = ('Add', 'AddV2', 'AddN', 'Sub', 'Mul', 'Maximum', 'Minimum')
 
 
 def live_fraction(weight):
@@ -108,53 +108,9 @@ def _live_outputs(graph, groups, masks, masked):
   return live
 
 
-def _live(tensor, live, memo):
-  """bool per channel of `tensor`: something the mask kept reaches it."""
-  if tensor.name in memo:
-    return memo[tensor.name]
-  op = tensor.op
-  width = tensor.shape.as_list()[-1]
-  if op.name in live:
-    result = live[op.name]
-  elif op.type == 'DepthwiseConv2dNative':
-    multiplier = op.inputs[1].shape.as_list()[-1]
-    result = np.repeat(_live(op.inputs[0], live, memo), multiplier)
-  elif op.type in _JOIN:
-    parts = [_live(t, live, memo) for t in op.inputs
-             if t.shape.ndims and t.shape.as_list()[-1] == width and
-             t.op.type != 'Const']
-    result = (np.logical_or.reduce(parts) if parts else np.ones(width, bool))
-  elif op.type == 'ConcatV2':
-    result = np.concatenate([_live(t, live, memo) for t in op.inputs[:-1]])
-  elif op.inputs and op.inputs[0].shape.ndims and \
-      op.inputs[0].shape.as_list()[-1] == width and op.type != 'Const':
-    result = _live(op.inputs[0], live, memo)
-  else:
-    result = np.ones(width, bool)
-  memo[tensor.name] = result
-  return result
-
-
 def ideal_flops(net, report):
   """FLOPs of the report's layers with the channels the mask killed gone."""
-  graph, memo, total = net['graph'], {}, 0.0
-  for layer in report.layers:
-    op = graph.get_operation_by_name(layer.name)
-    fraction = _live(op.inputs[0], net['live'], memo).mean()
-    if op.type != 'DepthwiseConv2dNative':
-      fraction *= _live(op.outputs[0], net['live'], memo).mean()
-    total += layer.flops_before * fraction
-  return total
-
-
-def read_graph(path):
-  graph_def = tf.GraphDef()
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
-  graph = tf.Graph()
-  with graph.as_default():
-    tf.import_graph_def(graph_def, name='')
-  return graph
+  return graph_support.ideal_flops(net['graph'], report, net['live'])
 
 
 def run(path, feed, output):

@@ -22,6 +22,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
+from graph_support import ideal_flops, read_graph
 
 TF1 = tf.__version__.startswith('1.')
 
@@ -79,70 +80,18 @@ def _prune_and_save(name, directory):
   return images.op.name, logits.op.name, len(pruning.coupled_groups())
 
 
-def _graph(path):
-  graph_def = tf.GraphDef()
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
-  graph = tf.Graph()
-  with graph.as_default():
-    tf.import_graph_def(graph_def, name='')
-  return graph
-
-
-_PASS = ('BiasAdd', 'Relu', 'Relu6', 'FusedBatchNorm', 'FusedBatchNormV2',
-         'FusedBatchNormV3', 'Pad', 'PadV2', 'MaxPool', 'AvgPool', 'Identity',
-         'Mean', 'Squeeze', 'Mul', 'Sub', 'Rsqrt')
-
-
-def _weight(op):
-  tensor = op.inputs[1]
-  while tensor.op.type == 'Identity':
-    tensor = tensor.op.inputs[0]
-  return tf.make_ndarray(tensor.op.get_attr('value'))
-
-
-def _live(tensor, layers, memo):
-  """bool per channel of `tensor`: carries something the mask kept.
-
-  A layer's output channel is live when its filter is not all zero; adds keep
-  what any input keeps, concats join, everything else passes its data input
-  through. Dead channels are what an ideal shrink removes for this mask.
-  """
-  if tensor.name in memo:
-    return memo[tensor.name]
-  op = tensor.op
-  width = tensor.get_shape().as_list()[-1]
-  if op.name in layers and op.type in ('Conv2D', 'MatMul'):
-    w = _weight(op)
-    live = np.any(w.reshape(-1, w.shape[-1]) != 0, axis=0)
-  elif op.type in ('Add', 'AddV2'):
-    parts = [_live(t, layers, memo) for t in op.inputs]
-    parts = [p for p in parts if len(p) == width]
-    live = np.logical_or.reduce(parts) if parts else np.ones(width, bool)
-  elif op.type == 'ConcatV2':
-    live = np.concatenate([_live(t, layers, memo) for t in op.inputs[:-1]])
-  elif op.type == 'Reshape':
-    inner = _live(op.inputs[0], layers, memo)
-    live = np.tile(inner, width // len(inner))
-  elif op.type in _PASS:
-    live = _live(op.inputs[0], layers, memo)
-  else:
-    live = np.ones(width, bool)
-  memo[tensor.name] = live
-  return live
-
-
-def _ideal_flops(graph, report):
-  """The FLOPs of the report's layers without the channels the mask killed."""
-  layers = {l.name for l in report.layers}
-  memo = {}
-  total = 0.0
+def _filters_kept(graph, report):
+  """{layer op name: bool per output channel: its frozen filter is nonzero}."""
+  kept = {}
   for layer in report.layers:
     op = graph.get_operation_by_name(layer.name)
-    live_in = _live(op.inputs[0], layers, memo).mean()
-    live_out = _live(op.outputs[0], layers, memo).mean()
-    total += layer.flops_before * live_in * live_out
-  return total
+    if op.type in ('Conv2D', 'MatMul'):
+      tensor = op.inputs[1]
+      while tensor.op.type == 'Identity':
+        tensor = tensor.op.inputs[0]
+      w = tf.make_ndarray(tensor.op.get_attr('value'))
+      kept[op.name] = np.any(w.reshape(-1, w.shape[-1]) != 0, axis=0)
+  return kept
 
 
 def _run(graph, feed, output):
@@ -164,15 +113,16 @@ def test_coupled_pruned_net_shrinks_to_the_ideal_flops_with_equal_outputs(
   tf1prune.strip_checkpoint(str(tmp_path), [output], stripped)
   small = str(tmp_path / 'small.pb')
   report = tf1prune.shrink_pb(stripped, [output], small)
-  big_graph = _graph(stripped)
+  big_graph = read_graph(stripped)
   shape = big_graph.get_tensor_by_name(images + ':0').get_shape().as_list()
   feed = {images + ':0': np.random.RandomState(1).uniform(
       0, 1, shape).astype(np.float32)}
   expected = _run(big_graph, feed, output)
-  got = _run(_graph(small), feed, output)
+  got = _run(read_graph(small), feed, output)
   scale = np.abs(expected).max()
   np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * scale)
-  ideal = _ideal_flops(big_graph, report)
+  ideal = ideal_flops(big_graph, report,
+                      _filters_kept(big_graph, report))
   assert report.flops_after < 0.75 * report.flops_before
   assert abs(report.flops_after - ideal) <= 0.05 * ideal, (
       'FLOPs after %d, ideal %d; stops: %s' % (
