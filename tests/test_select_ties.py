@@ -3,7 +3,9 @@
 Weights drawn by TF's own initializers, fp16- and bfloat16-valued float32,
 quantized, all equal, with NaN and Inf, in real layer shapes: the kept set
 must be exactly NumPy's (top-k by magnitude, ties by flat position), at
-sparsities that cut through the tied values.
+sparsities that cut through the tied values. These shapes are above
+`_TOP_K_MAX` (the radix select); the small shapes at the end take `top_k`,
+and both ways must agree across the size where one hands over to the other.
 """
 
 import numpy as np
@@ -12,7 +14,7 @@ import tensorflow.compat.v1 as tf
 
 import np_reference
 import tf1prune
-from tf1prune.masks import magnitude_mask
+from tf1prune.masks import _select, magnitude_mask
 
 SPARSITIES = [0.0, 0.3, 0.5, 0.75, 0.9, 0.97, 0.999, 1.0]
 
@@ -140,3 +142,46 @@ def test_mask_update_op_on_tf_initialized_layers():
         for w, m in zip(sess.run(weights), sess.run(masks)):
           np.testing.assert_array_equal(
               m, np_reference.magnitude_mask(np.abs(w), s))
+
+
+# Small weights (depthwise kernels, biases, coupled unit scores) take top_k.
+SMALL = [
+    ('random_normal', [3, 3, 16, 32], tf.random_normal_initializer()),
+    ('glorot_uniform', [64, 10], tf.glorot_uniform_initializer()),
+    ('depthwise', [3, 3, 96, 1], tf.truncated_normal_initializer(stddev=0.1)),
+]
+
+
+@pytest.mark.parametrize('name,shape,initializer', SMALL,
+                         ids=[i[0] for i in SMALL])
+def test_small_tf_initialized_weights(name, shape, initializer):
+  del name
+  _check(np.abs(_initialized(shape, initializer)))
+
+
+@pytest.mark.parametrize('scores', [
+    np.full([16], 0.5, np.float32),
+    np.zeros([3, 3, 8, 8], np.float32),
+    np.abs(np.round(_normal([3, 3, 32, 32], seed=9) * 4) / 4),
+    np.abs(_normal([3, 3, 32, 32], seed=10).astype(np.float16)),
+    np.float32([np.nan, 1.0, np.inf, 1.0, 0.0, np.nan, 2.0, np.inf, 1.0]),
+    np.float32([7.0])], ids=['equal', 'zeros', 'quantized', 'fp16', 'nan_inf',
+                             'one'])
+def test_small_tied_scores(scores):
+  _check(scores)
+
+
+def test_small_float64_scores():
+  scores = np.abs(np.round(_normal([200], seed=11) * 2) / 2).astype(np.float64)
+  with tf.Graph().as_default(), tf.Session() as sess:
+    mask, threshold = sess.run(magnitude_mask(tf.constant(scores), 0.6))
+  np.testing.assert_array_equal(mask, np_reference.magnitude_mask(scores, 0.6))
+  assert threshold == np.float32(scores[mask == 1].min())
+
+
+@pytest.mark.parametrize('offset', [0, 1])
+def test_top_k_and_radix_agree_where_they_hand_over(offset):
+  """At _TOP_K_MAX entries top_k selects, one more takes the radix select."""
+  size = _select._TOP_K_MAX + offset
+  w = np.round(_normal([size], seed=12) * 8) / 8
+  _check(np.abs(w).astype(np.float32), [0.0, 0.5, 0.9, 1.0])

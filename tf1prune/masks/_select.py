@@ -13,15 +13,18 @@ least one when sparsity < 1. It finds the k-th largest score without sorting:
 the bit pattern of a non-negative IEEE float orders like the float itself, so a
 radix select over those bits gives the exact threshold in a fixed number of
 O(n) passes. float16 and bfloat16 scores are widened to float32 first
-(exactly); float64 scores take four radix levels (`_radix.py`).
+(exactly); float64 scores take four radix levels (`_radix.py`). Up to
+`_TOP_K_MAX` scores (small kernels, biases, channel scores) one `top_k` of the
+bit patterns does it instead, with the same tie rule.
 
-float32, the common case (`_radix.py`): one 2**16-bin histogram of the high
-16 bits of every score (8 exponent bits, 8 mantissa bits) picks the boundary
-bin; its members are then located by rows of 16 flat positions and only those
-rows are gathered for the 2**15-bin histogram of the low bits. When the boundary bin is large (many tied or nearly tied
-scores), a strided sample proposes its value and one counting pass checks that
-every member equals it; only a large bin of distinct values takes a second
-full histogram. So the cost does not depend on how many scores tie.
+float32, the common case (`_radix.py`): one 2**16-bin histogram of the high 16
+bits of every score (8 exponent bits, 8 mantissa bits) picks the boundary bin;
+its members are then located by rows of 16 flat positions and only those rows
+are gathered for the 2**15-bin histogram of the low bits. When the boundary bin
+is large (many tied or nearly tied scores), a strided sample proposes its value
+and one counting pass checks that every member equals it; only a large bin of
+distinct values takes a second full histogram. So the cost does not depend on
+how many scores tie.
 
 Ties: weights whose score equals the threshold are kept in flat (row-major)
 order, the earliest first, until exactly k are kept. The order is total (score
@@ -43,6 +46,11 @@ from tf1prune.masks._radix import select_keys, top_k_mask
 __all__ = ['keep_count', 'kth_largest', 'magnitude_mask', 'histogram_threshold']
 
 _INF = float('inf')
+# Up to this many scores the exact select is one `top_k` of the keys, which
+# puts the earlier of equal keys first (the tie rule): a handful of ops where
+# the radix select builds about 150, so graphs of many small weights build and
+# optimize faster, and at these sizes it runs as fast.
+_TOP_K_MAX = 1 << 14
 
 
 def keep_count(size, sparsity):
@@ -102,17 +110,30 @@ def magnitude_mask(scores, sparsity, name=None):
     scores = tf.convert_to_tensor(scores)
     bits = _as_ordered_bits(scores)
     keep = keep_count(tf.size(bits), sparsity)
-    t_bits, n_equal, need, last = select_keys(bits, tf.maximum(keep, 1))
-    # keep == 0: take no tie and nothing above the maximum.
-    need = tf.where_v2(keep > 0, need, 0 * need)
-    last = tf.where_v2(keep > 0, last, -1 + 0 * last)
-    flat = top_k_mask(bits, t_bits, need, last, n_equal)
+    n = bits.get_shape().num_elements()
+    if n is not None and n <= _TOP_K_MAX:
+      flat, t_bits = _top_k_select(bits, keep)
+    else:
+      t_bits, n_equal, need, last = select_keys(bits, tf.maximum(keep, 1))
+      # keep == 0: take no tie and nothing above the maximum.
+      need = tf.where_v2(keep > 0, need, 0 * need)
+      last = tf.where_v2(keep > 0, last, -1 + 0 * last)
+      flat = top_k_mask(bits, t_bits, need, last, n_equal)
     mask = tf.reshape(tf.cast(flat, tf.float32), tf.shape(scores))
     threshold = tf.cast(_as_float(t_bits), tf.float32)
     threshold = tf.where_v2(tf.logical_and(keep > 0,
                                            tf.logical_not(tf.is_nan(threshold))),
                             threshold, _INF)
     return mask, threshold
+
+
+def _top_k_select(bits, keep):
+  """(float32 flat mask of the `keep` largest keys, the k-th largest key) for
+  a small static size: `top_k` sorts equal keys by position, earliest first."""
+  values, indices = tf.nn.top_k(bits, tf.maximum(keep, 1))
+  chosen = indices[:keep, None]
+  mask = tf.scatter_nd(chosen, tf.ones([keep], tf.float32), tf.shape(bits))
+  return mask, values[-1]
 
 
 def histogram_threshold(scores, sparsity, nbins):
