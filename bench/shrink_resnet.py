@@ -11,8 +11,9 @@ parameter and FLOPs ratios, the outputs' largest difference, and the latency
 of the shrunk graph against the unshrunk one at batch 1 and 32, both timed in
 this process, interleaved, one intra-op thread each (paired ratios: both
 sides of one ratio saw about the same load).
-Results: bench/results/shrink_resnet.json (`--quick`: 64x64 input, batch 1
-and 2, written to shrink_resnet_quick.json).
+Results: bench/results/shrink_resnet.json (`--quick`, a smoke run: the same
+four blocks with one unit each, 64x64 input, batch 1 and 2, written to
+shrink_resnet_quick.json).
 """
 
 import argparse
@@ -28,7 +29,8 @@ from bench._paired import interleaved_samples, load_average, medians, paired_rat
 from bench._timing import one_thread_session, write_results
 
 
-def _build(size):
+def _build(size, units):
+  """resnet_v1_50 (`units` None), or its four blocks with `units` units."""
   import tf_slim as slim  # pylint: disable=g-import-not-at-top
   from tf_slim.nets import resnet_v1  # pylint: disable=g-import-not-at-top
   images = tf.placeholder(tf.float32, [None, size, size, 3], name='images')
@@ -36,15 +38,24 @@ def _build(size):
             else tf1prune.slim_compat.use_tf1prune_batch_norm())
   with compat, slim.arg_scope(resnet_v1.resnet_arg_scope()):
     with tf1prune.pruning_scope():
-      logits, _ = resnet_v1.resnet_v1_50(images, 1000, is_training=False)
+      if units is None:
+        logits, _ = resnet_v1.resnet_v1_50(images, 1000, is_training=False)
+      else:
+        blocks = [resnet_v1.resnet_v1_block('block%d' % (i + 1), depth, units,
+                                            stride)
+                  for i, (depth, stride) in enumerate(
+                      [(64, 2), (128, 2), (256, 2), (512, 1)])]
+        logits, _ = resnet_v1.resnet_v1(images, blocks, 1000,
+                                        is_training=False,
+                                        scope='resnet_v1_50')
   return logits.op.name
 
 
-def _prune(size, directory):
+def _prune(size, units, directory):
   """Checkpoints the pruned net; returns (output name, groups text)."""
   with tf.Graph().as_default():
     tf.set_random_seed(0)
-    output = _build(size)
+    output = _build(size, units)
     step = tf.train.get_or_create_global_step()
     pruning = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
         'target_sparsity=0.5,sparsity_function_end_step=1,'
@@ -78,12 +89,14 @@ def main(argv=None):
   size, batches = (64, (1, 2)) if args.quick else (224, (1, 32))
   repeats = args.repeats or (3 if args.quick else 7)
   work = tempfile.mkdtemp(prefix='shrink_resnet_')
-  output, num_groups = _prune(size, work)
+  output, num_groups = _prune(size, 1 if args.quick else None, work)
   stripped = os.path.join(work, 'stripped.pb')
   small = os.path.join(work, 'shrunk.pb')
   tf1prune.strip_checkpoint(work, [output], stripped)
   report = tf1prune.shrink_pb(stripped, [output], small)
-  result = dict(tf_version=tf.__version__, size=size, coupled_groups=num_groups,
+  result = dict(net='resnet_v1 (1 unit per block)' if args.quick
+                else 'resnet_v1_50',
+                tf_version=tf.__version__, size=size, coupled_groups=num_groups,
                 params_ratio=report.params_after / report.params_before,
                 flops_ratio=report.flops_after / report.flops_before,
                 stops=[str(s) for s in report.stops], latency={})
@@ -106,9 +119,10 @@ def main(argv=None):
     print('batch %d: shrunk/unshrunk latency %.3f (FLOPs %.3f), max diff %.1e'
           % (batch, result['latency'][str(batch)]['ratio'],
              result['flops_ratio'], result['latency'][str(batch)]['max_diff']))
-  print('resnet_v1_50 at %dx%d: %d coupled groups, params x%.3f, FLOPs x%.3f, '
-        '%d stops' % (size, size, num_groups, result['params_ratio'],
-                      result['flops_ratio'], len(report.stops)))
+  print('%s at %dx%d: %d coupled groups, params x%.3f, FLOPs x%.3f, '
+        '%d stops' % (result['net'], size, size, num_groups,
+                      result['params_ratio'], result['flops_ratio'],
+                      len(report.stops)))
   write_results('shrink_resnet_quick' if args.quick else 'shrink_resnet',
                 result)
 
