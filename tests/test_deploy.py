@@ -115,3 +115,18 @@ def test_a_given_pb_is_checked_without_a_control(tmp_path):
                               inputs=[['x', [1, 4]]], outputs=['y'])
   assert [c.status for c in cells] == ['ok', 'ok']
   assert cells[0].model.startswith('eye.pb (made on TF ')
+
+
+def test_workers_import_only_this_tf1prune_even_after_another_ran_there(
+    tmp_path):
+  """Their folder holds one link, to this package; a link left by a run of
+  another tf1prune in the same work_dir is replaced."""
+  elsewhere = tmp_path / 'other' / 'tf1prune'
+  elsewhere.mkdir(parents=True)
+  (tmp_path / 'package').mkdir()
+  os.symlink(str(elsewhere), str(tmp_path / 'package' / 'tf1prune'))
+  home = deploy._package_home(str(tmp_path))
+  assert os.listdir(home) == ['tf1prune']
+  assert os.path.realpath(os.path.join(home, 'tf1prune')) == os.path.realpath(
+      os.path.dirname(deploy.__file__).rsplit(os.sep, 1)[0])
+  assert deploy._package_home(str(tmp_path)) == home

@@ -87,9 +87,14 @@ def _package_home(work_dir):
   the folder this package lies in may be another venv's site-packages.
   """
   home = os.path.join(work_dir, 'package')
+  link = os.path.join(home, 'tf1prune')
   if not os.path.isdir(home):
     os.makedirs(home)
-    os.symlink(_PACKAGE, os.path.join(home, 'tf1prune'))
+  if os.path.lexists(link) and (os.path.realpath(link) !=
+                                os.path.realpath(_PACKAGE)):
+    os.remove(link)     # left by a run of another tf1prune in this work_dir
+  if not os.path.lexists(link):
+    os.symlink(_PACKAGE, link)
   return home
 
 
