@@ -1,8 +1,9 @@
 """Real tf_slim nets pruned by coupled filter groups, stripped and shrunk.
 
-For resnet_v1_50, inception_v1 and vgg_16 (the last two slow: 224x224
-inputs): masks at 50% by `coupled_filter`, a checkpoint,
-`tf1prune.strip_checkpoint`, `tf1prune.shrink_pb`; the shrunk graph must give
+For resnet_v1_50's blocks with one unit each, and (slow) resnet_v1_50,
+inception_v1 and vgg_16 (the last two at 224x224): masks at 50% by
+`coupled_filter`, a checkpoint, `tf1prune.strip_checkpoint`,
+`tf1prune.shrink_pb`; the shrunk graph must give
 the outputs of the stripped one, with FLOPs within 5% of the ideal for the
 mask. The ideal is computed from the stripped graph, not taken from the
 shrink: a layer's output channel is dead when its filter is all zero, a
@@ -31,9 +32,17 @@ def _build(name):
   """Returns (images placeholder, output tensor) of the net under pruning_scope."""
   import tf_slim as slim
   from tf_slim.nets import inception_v1, resnet_v1, vgg
+  # resnet_v1_50's four blocks, one bottleneck unit each: its layer shapes,
+  # projection shortcuts and strides, in a third of the layers.
+  one_unit = [resnet_v1.resnet_v1_block('block%d' % (i + 1), depth, 1, stride)
+              for i, (depth, stride) in enumerate(
+                  [(64, 2), (128, 2), (256, 2), (512, 1)])]
   nets = {
       'resnet_v1_50': (64, lambda x: resnet_v1.resnet_v1_50(
           x, 10, is_training=False)[0], resnet_v1.resnet_arg_scope),
+      'resnet_v1_one_unit': (64, lambda x: resnet_v1.resnet_v1(
+          x, one_unit, 10, is_training=False, scope='resnet_v1_50')[0],
+          resnet_v1.resnet_arg_scope),
       'inception_v1': (224, lambda x: inception_v1.inception_v1(
           x, 10, is_training=False)[0], inception_v1.inception_v1_arg_scope),
       'vgg_16': (224, lambda x: vgg.vgg_16(x, 10, is_training=False)[0],
@@ -100,7 +109,8 @@ def _run(graph, feed, output):
 
 
 @pytest.mark.parametrize('name', [
-    'resnet_v1_50',
+    'resnet_v1_one_unit',
+    pytest.param('resnet_v1_50', marks=pytest.mark.slow),
     # tf_slim 1.1.0's inception_v1 and vgg_16 need 224x224 inputs (a VALID
     # 7x7 pool / fc6 conv); vgg_16 has 138M parameters: minutes and GBs.
     pytest.param('inception_v1', marks=pytest.mark.slow),
