@@ -29,8 +29,20 @@ from bench._paired import interleaved_samples, load_average, medians, paired_rat
 from bench._timing import one_thread_session, write_results
 
 
-def _build(size, units):
-  """resnet_v1_50 (`units` None), or its four blocks with `units` units."""
+def resnet_v1_50_one_unit(images, num_classes):
+  """Logits of tf_slim's resnet_v1 with resnet_v1_50's four blocks of one
+  unit each (its layer shapes, projection shortcuts and strides, in a third
+  of the layers), under resnet_v1_50's scope, in inference mode."""
+  from tf_slim.nets import resnet_v1  # pylint: disable=g-import-not-at-top
+  blocks = [resnet_v1.resnet_v1_block('block%d' % (i + 1), depth, 1, stride)
+            for i, (depth, stride) in enumerate(
+                [(64, 2), (128, 2), (256, 2), (512, 1)])]
+  return resnet_v1.resnet_v1(images, blocks, num_classes, is_training=False,
+                             scope='resnet_v1_50')[0]
+
+
+def _build(size, quick):
+  """resnet_v1_50, or (`quick`) `resnet_v1_50_one_unit`; its output name."""
   import tf_slim as slim  # pylint: disable=g-import-not-at-top
   from tf_slim.nets import resnet_v1  # pylint: disable=g-import-not-at-top
   images = tf.placeholder(tf.float32, [None, size, size, 3], name='images')
@@ -38,24 +50,18 @@ def _build(size, units):
             else tf1prune.slim_compat.use_tf1prune_batch_norm())
   with compat, slim.arg_scope(resnet_v1.resnet_arg_scope()):
     with tf1prune.pruning_scope():
-      if units is None:
-        logits, _ = resnet_v1.resnet_v1_50(images, 1000, is_training=False)
+      if quick:
+        logits = resnet_v1_50_one_unit(images, 1000)
       else:
-        blocks = [resnet_v1.resnet_v1_block('block%d' % (i + 1), depth, units,
-                                            stride)
-                  for i, (depth, stride) in enumerate(
-                      [(64, 2), (128, 2), (256, 2), (512, 1)])]
-        logits, _ = resnet_v1.resnet_v1(images, blocks, 1000,
-                                        is_training=False,
-                                        scope='resnet_v1_50')
+        logits, _ = resnet_v1.resnet_v1_50(images, 1000, is_training=False)
   return logits.op.name
 
 
-def _prune(size, units, directory):
+def _prune(size, quick, directory):
   """Checkpoints the pruned net; returns (output name, groups text)."""
   with tf.Graph().as_default():
     tf.set_random_seed(0)
-    output = _build(size, units)
+    output = _build(size, quick)
     step = tf.train.get_or_create_global_step()
     pruning = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
         'target_sparsity=0.5,sparsity_function_end_step=1,'
@@ -89,7 +95,7 @@ def main(argv=None):
   size, batches = (64, (1, 2)) if args.quick else (224, (1, 32))
   repeats = args.repeats or (3 if args.quick else 7)
   work = tempfile.mkdtemp(prefix='shrink_resnet_')
-  output, num_groups = _prune(size, 1 if args.quick else None, work)
+  output, num_groups = _prune(size, args.quick, work)
   stripped = os.path.join(work, 'stripped.pb')
   small = os.path.join(work, 'shrunk.pb')
   tf1prune.strip_checkpoint(work, [output], stripped)

@@ -23,6 +23,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
+from bench.shrink_resnet import resnet_v1_50_one_unit
 from graph_support import ideal_flops, read_graph
 
 TF1 = tf.__version__.startswith('1.')
@@ -32,17 +33,11 @@ def _build(name):
   """Returns (images placeholder, output tensor) of the net under pruning_scope."""
   import tf_slim as slim
   from tf_slim.nets import inception_v1, resnet_v1, vgg
-  # resnet_v1_50's four blocks, one bottleneck unit each: its layer shapes,
-  # projection shortcuts and strides, in a third of the layers.
-  one_unit = [resnet_v1.resnet_v1_block('block%d' % (i + 1), depth, 1, stride)
-              for i, (depth, stride) in enumerate(
-                  [(64, 2), (128, 2), (256, 2), (512, 1)])]
   nets = {
       'resnet_v1_50': (64, lambda x: resnet_v1.resnet_v1_50(
           x, 10, is_training=False)[0], resnet_v1.resnet_arg_scope),
-      'resnet_v1_one_unit': (64, lambda x: resnet_v1.resnet_v1(
-          x, one_unit, 10, is_training=False, scope='resnet_v1_50')[0],
-          resnet_v1.resnet_arg_scope),
+      'resnet_v1_one_unit': (64, lambda x: resnet_v1_50_one_unit(x, 10),
+                             resnet_v1.resnet_arg_scope),
       'inception_v1': (224, lambda x: inception_v1.inception_v1(
           x, 10, is_training=False)[0], inception_v1.inception_v1_arg_scope),
       'vgg_16': (224, lambda x: vgg.vgg_16(x, 10, is_training=False)[0],
