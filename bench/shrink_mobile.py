@@ -67,7 +67,11 @@ def _with_batch(graph_def, batch):
 
 def measure(name, size, width, batches, repeats, forms=FORMS):
   """Prunes, strips, shrinks and times net `name`; a dict for the results."""
-  work = tempfile.mkdtemp(prefix='shrink_mobile_')
+  with tempfile.TemporaryDirectory(prefix='shrink_mobile_') as work:
+    return _measure(name, size, width, batches, repeats, forms, work)
+
+
+def _measure(name, size, width, batches, repeats, forms, work):
   output = _prune(name, size, width, work)
   stripped = os.path.join(work, 'stripped.pb')
   small = os.path.join(work, 'shrunk.pb')

@@ -94,13 +94,20 @@ def main(argv=None):
   tf.disable_eager_execution()
   size, batches = (64, (1, 2)) if args.quick else (224, (1, 32))
   repeats = args.repeats or (3 if args.quick else 7)
-  work = tempfile.mkdtemp(prefix='shrink_resnet_')
-  output, num_groups = _prune(size, args.quick, work)
+  with tempfile.TemporaryDirectory(prefix='shrink_resnet_') as work:
+    result = _measure(size, args.quick, batches, repeats, work)
+  write_results('shrink_resnet_quick' if args.quick else 'shrink_resnet',
+                result)
+
+
+def _measure(size, quick, batches, repeats, work):
+  """Prunes, strips, shrinks and times the net in `work`; the results."""
+  output, num_groups = _prune(size, quick, work)
   stripped = os.path.join(work, 'stripped.pb')
   small = os.path.join(work, 'shrunk.pb')
   tf1prune.strip_checkpoint(work, [output], stripped)
   report = tf1prune.shrink_pb(stripped, [output], small)
-  result = dict(net='resnet_v1 (1 unit per block)' if args.quick
+  result = dict(net='resnet_v1 (1 unit per block)' if quick
                 else 'resnet_v1_50',
                 tf_version=tf.__version__, size=size, coupled_groups=num_groups,
                 params_ratio=report.params_after / report.params_before,
@@ -129,8 +136,7 @@ def main(argv=None):
         '%d stops' % (result['net'], size, size, num_groups,
                       result['params_ratio'], result['flops_ratio'],
                       len(report.stops)))
-  write_results('shrink_resnet_quick' if args.quick else 'shrink_resnet',
-                result)
+  return result
 
 
 if __name__ == '__main__':

@@ -7,9 +7,16 @@ the default run, which CI does, keeps a quick subset of each such check.
 The Keras tests (tests/test_keras_*.py) need eager mode, which cannot be
 turned back on in a process that ran graph-mode tests: they run in their own
 pytest process (bin/run_tests does it), which stays eager.
+
+The documentation examples write to `tempfile.mkdtemp()` as a user would, and
+TensorFlow writes autograph files there: the session points `tempfile` (and
+TMPDIR, for the processes tests start) at one folder, removed at the end.
+pytest's own `tmp_path` folders stay where pytest keeps them.
 """
 
 import os
+import shutil
+import tempfile
 
 import pytest
 import tensorflow.compat.v1 as tf
@@ -25,11 +32,30 @@ def _keras_only(args):
 FULL = os.environ.get('TF1PRUNE_FULL') == '1'
 
 
+_SCRATCH = []
+
+
 def pytest_configure(config):
   config.addinivalue_line(
       'markers', 'slow: minutes or GBs; runs only with TF1PRUNE_FULL=1')
+  os.environ.setdefault('PYTEST_DEBUG_TEMPROOT', tempfile.gettempdir())
+  scratch = tempfile.mkdtemp(prefix='tf1prune-tests-')
+  _SCRATCH.append((scratch, tempfile.tempdir, os.environ.get('TMPDIR')))
+  tempfile.tempdir = os.environ['TMPDIR'] = scratch
   if not _keras_only(config.args):
     tf.disable_eager_execution()
+
+
+def pytest_unconfigure(config):
+  del config  # unused
+  while _SCRATCH:
+    scratch, tempdir, env = _SCRATCH.pop()
+    tempfile.tempdir = tempdir
+    if env is None:
+      os.environ.pop('TMPDIR', None)
+    else:
+      os.environ['TMPDIR'] = env
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

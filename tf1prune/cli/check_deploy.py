@@ -52,7 +52,8 @@ def _parser():
                       help='interpreter of a TF 1.15 venv (its session and '
                       'TFLite converter join the matrix)')
   parser.add_argument('--work_dir', default=None,
-                      help='keep graphs and outputs here (default: a temp dir)')
+                      help='keep graphs and outputs here (default: a temp '
+                      'dir, removed when done)')
   parser.add_argument('--markdown', default=None,
                       help='also write the matrix to this file')
   return parser

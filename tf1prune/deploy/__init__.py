@@ -175,7 +175,8 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
   Args:
     pythons: list of interpreters, one per stack (e.g. the TF 2.x venv's and
       the TF 1.15 venv's); each builds the model set and runs its consumers.
-    work_dir: where graphs and outputs go; default a new temporary folder.
+    work_dir: where graphs and outputs go, kept; default a new temporary
+      folder, removed when the check is done.
     models: names from `tf1prune.deploy._models.MODELS` (default all).
     pb: instead of the model set, one frozen graph to check (no control).
     inputs: with `pb`, `[[node name, shape]]`; outputs: its output nodes.
@@ -183,7 +184,9 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
   Returns:
     A list of `Cell`.
   """
-  work_dir = work_dir or tempfile.mkdtemp(prefix='check_deploy_')
+  if work_dir is None:
+    with tempfile.TemporaryDirectory(prefix='check_deploy_') as scratch:
+      return check_deploy(pythons, scratch, models, pb, inputs, outputs)
   home = _package_home(work_dir)
   specs = []
   if pb is not None:
