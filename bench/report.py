@@ -171,15 +171,30 @@ def train_section(quick):
     return max(ratios[k] for k in ('masked_same_run', 'masked_hook',
                                    'masked_pruning_hook') if k in ratios)
 
+  def quartiles_of(data):
+    """The widest interquartile range of the two ways, as text, or ''."""
+    spans = [data.get('ratio_quartiles', {}).get(k) for k in (
+        'masked_same_run', 'masked_pruning_hook')]
+    spans = [q for q in spans if q]
+    if not spans:
+      return ''
+    low, high = min(q[0] for q in spans), max(q[1] for q in spans)
+    if high - low <= 2 * (TRAIN_TARGET - 1.0):
+      return ''
+    return (' (the per-repeat ratios\' interquartile range, %.3f-%.3f, is '
+            'wider than the 1%% in question: a median, not a proof)' % (
+                low, high))
+
   for data in [ours, legacy] + resnet:
     if data is None:
       continue
     out.append('Target <= %.2f (%sTF %s, the worse of `PruningHook` and the '
-               'same-run op): %s%s.\n' % (
+               'same-run op): %s%s%s.\n' % (
                    TRAIN_TARGET, 'resnet, ' if data.get('net') == 'resnet'
                    else '', data['info']['tensorflow'],
                    _verdict(worst_of(data), TRAIN_TARGET, 'ratio',
-                            bool(_loaded(data))), _loaded(data)))
+                            bool(_loaded(data))), _loaded(data),
+                   quartiles_of(data)))
   worst = worst_of(ours)
   if keras is not None:
     theirs = keras['ratio_pruned_to_unpruned']
