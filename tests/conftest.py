@@ -10,10 +10,12 @@ pytest process (bin/run_tests does it), which stays eager.
 
 The documentation examples write to `tempfile.mkdtemp()` as a user would, and
 TensorFlow writes autograph files there: the session points `tempfile` (and
-TMPDIR, for the processes tests start) at one folder, removed at the end.
-pytest's own `tmp_path` folders stay where pytest keeps them.
+TMPDIR, for the processes tests start) at one folder, removed when the
+process exits (after TensorFlow's own exit handlers, which delete their
+files in it). pytest's own `tmp_path` folders stay where pytest keeps them.
 """
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -40,7 +42,9 @@ def pytest_configure(config):
       'markers', 'slow: minutes or GBs; runs only with TF1PRUNE_FULL=1')
   os.environ.setdefault('PYTEST_DEBUG_TEMPROOT', tempfile.gettempdir())
   scratch = tempfile.mkdtemp(prefix='tf1prune-tests-')
-  _SCRATCH.append((scratch, tempfile.tempdir, os.environ.get('TMPDIR')))
+  # Exit handlers run last registered first: this one after TensorFlow's.
+  atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+  _SCRATCH.append((tempfile.tempdir, os.environ.get('TMPDIR')))
   tempfile.tempdir = os.environ['TMPDIR'] = scratch
   if not _keras_only(config.args):
     tf.disable_eager_execution()
@@ -49,13 +53,12 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
   del config  # unused
   while _SCRATCH:
-    scratch, tempdir, env = _SCRATCH.pop()
+    tempdir, env = _SCRATCH.pop()
     tempfile.tempdir = tempdir
     if env is None:
       os.environ.pop('TMPDIR', None)
     else:
       os.environ['TMPDIR'] = env
-    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

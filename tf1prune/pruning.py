@@ -56,7 +56,7 @@ def _non_finite_warning(record, step):
 
   One reduce_sum pass over the weight; the exact count and the message (to
   stderr, from the process that runs the op) only when the sum is not finite.
-  The count is the number of rows `tf.where` finds: it reads a bool per
+  The count is the number of rows `tf.where_v2` finds: it reads a bool per
   entry and writes only the non-finite entries' positions.
   """
   weight = record.weight
@@ -66,7 +66,7 @@ def _non_finite_warning(record, step):
 
   def warn():
     flat = tf.reshape(weight, [-1])
-    count = tf.shape(tf.where(tf.logical_not(tf.is_finite(flat))))[0]
+    count = tf.shape(tf.where_v2(tf.logical_not(tf.is_finite(flat))))[0]
     return tf.print('tf1prune WARNING: weight', record.name, 'has', count,
                     'NaN or Inf entries at mask update step', step, '; they '
                     'rank above every finite weight and stay in the mask.',
