@@ -182,8 +182,8 @@ def train_section(quick):
     if high - low <= 2 * (TRAIN_TARGET - 1.0):
       return ''
     return (' (the per-repeat ratios\' interquartile range, %.3f-%.3f, is '
-            'wider than the 1%% in question: a median, not a proof)' % (
-                low, high))
+            'wider than the %g%% in question: a median, not a proof)' % (
+                low, high, round(100 * (TRAIN_TARGET - 1.0), 6)))
 
   for data in [ours, legacy] + resnet:
     if data is None:

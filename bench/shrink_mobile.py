@@ -37,10 +37,11 @@ import tf1prune
 from bench import _mobile_nets
 from bench._paired import interleaved_samples, load_average, medians, paired_ratio
 from bench._timing import one_thread_session, write_results
+from tf1prune.export.shrink.border_maps import SUFFIX as MAP_SUFFIX
 
 NETS = ('mobilenet_v1', 'mobilenet_v2', 'efficientnet_b0')
 FORMS = ('any_batch', 'fixed_batch', 'tflite')
-MAP_ADD = '/shrink_map/add'   # tf1prune.export.shrink.border_maps
+MAP_ADD = MAP_SUFFIX + '/add'   # the border map's Add (border_maps.py)
 HPARAMS = ('target_sparsity=0.5,sparsity_function_end_step=1,'
            'granularity_map=[.*:coupled_filter],do_not_prune=[logits]')
 
