@@ -270,6 +270,16 @@ def test_a_few_nan_and_inf_weights_are_kept_and_the_threshold_is_finite(capfd):
           'mask update step 100') in err
 
 
+
+def test_a_float16_sum_that_overflows_is_no_warning(capfd):
+  # 8 finite float16 weights whose sum (8 * 60000) is above float16's max.
+  values = np.array([60000.0, 50000.0] * 4)
+  mask, _, _ = _prune_once(
+      values, 'target_sparsity=0.5,sparsity_function_end_step=10',
+      dtype=tf.float16)
+  assert mask.tolist() == [1, 0] * 4
+  assert 'tf1prune WARNING' not in capfd.readouterr().err
+
 def test_nan_weights_outnumbering_the_kept_give_an_inf_threshold_not_nan():
   values = np.full(10, np.nan)
   values[:3] = [1.0, 2.0, 3.0]

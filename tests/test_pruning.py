@@ -170,6 +170,57 @@ def test_float64_weights_are_pruned():
   assert sorted(np.abs(value[m == 1.0]).tolist()) == list(range(41, 51))
 
 
+
+def _written_bytes(run_metadata):
+  """{node name: bytes of the outputs it allocated} from a FULL_TRACE.
+
+  Views (a reshape, an aligned slice) report their input's buffer as their
+  output but allocate nothing: they are left out, and so are temporaries.
+  """
+  written = {}
+  for device in run_metadata.step_stats.dev_stats:
+    for node in device.node_stats:
+      name = node.node_name.split(':')[0]  # TF 1.15 lists some nodes twice
+      allocated = sum(m.total_bytes for m in node.memory)
+      out = sum(o.tensor_description.allocation_description.requested_bytes
+                for o in node.output)
+      if 0 < out <= allocated:
+        written[name] = max(written.get(name, 0), out)
+  return written
+
+
+@pytest.mark.parametrize('dtype', [np.float32, np.float16])
+def test_the_update_of_a_large_weight_writes_nothing_full_size_but_its_mask(
+    monkeypatch, dtype):
+  # Keys are worked on in blocks (a full-size output costs a page fault per
+  # 4 kB on its first write); blocks of 65536 keys (as large as a histogram)
+  # make a 400 x 1000 kernel large.
+  from tf1prune.masks import _radix
+  block = 65536
+  monkeypatch.setattr(_radix, '_BLOCK', block)
+  tf.train.get_or_create_global_step()
+  with tf.variable_scope('fc'):
+    w = tf.get_variable('weights', [400, 1000], dtype,
+                        initializer=tf.glorot_uniform_initializer(seed=1))
+    tf1prune.apply_mask(w)
+  update = tf1prune.Pruning(
+      _hp('target_sparsity=0.9,sparsity_function_end_step=1')).mask_update_op()
+  with _session_at(1) as sess:
+    trace = tf.RunMetadata()
+    sess.run(update, options=tf.RunOptions(
+        trace_level=tf.RunOptions.FULL_TRACE), run_metadata=trace)
+    value, mask = sess.run([w, tf1prune.get_masks()[0]])
+  large = {name: size for name, size in _written_bytes(trace).items()
+           if size > 4 * block}
+  n = value.size
+  # The mask as bool, as float32, and as the weight's dtype.
+  allowed = n + 4 * n + (n * np.dtype(dtype).itemsize if dtype != np.float32
+                         else 0)
+  assert 0 < sum(large.values()) <= allowed, large
+  np.testing.assert_array_equal(mask, np_reference.magnitude_mask(
+      np.abs(value.astype(np.float32)), 0.9))
+
+
 # Per-weight targets and do_not_prune.
 
 def _three_layers():

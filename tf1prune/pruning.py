@@ -54,25 +54,24 @@ class _Target(collections.namedtuple('_Target', ['record', 'spec', 'frozen'])):
 def _non_finite_warning(record, step):
   """Returns an op that prints a warning if `record.weight` has NaN or Inf.
 
-  One reduce_sum pass over the weight; the exact count and the message (to
-  stderr, from the process that runs the op) only when the sum is not finite.
-  The count is the number of rows `tf.where_v2` finds: it reads a bool per
-  entry and writes only the non-finite entries' positions.
+  One reduce_sum pass over the weight, in its own dtype (a cast would write
+  a full-size copy). Only when the sum is not finite, the exact count: the
+  number of rows `tf.where_v2` finds (it reads a bool per entry and writes
+  only the non-finite entries' positions); and the message (to stderr, from
+  the process that runs the op) only when that count is not 0, since a
+  float16 sum can overflow with every entry finite.
   """
   weight = record.weight
-  if weight.dtype.base_dtype not in (tf.float32, tf.float64):
-    weight = tf.cast(weight, tf.float32)  # float16 sums overflow early.
-  total = tf.reduce_sum(weight)
 
   def warn():
     flat = tf.reshape(weight, [-1])
     count = tf.shape(tf.where_v2(tf.logical_not(tf.is_finite(flat))))[0]
-    return tf.print('tf1prune WARNING: weight', record.name, 'has', count,
-                    'NaN or Inf entries at mask update step', step, '; they '
-                    'rank above every finite weight and stay in the mask.',
-                    output_stream=sys.stderr)
+    return tf.cond(count > 0, lambda: tf.print(
+        'tf1prune WARNING: weight', record.name, 'has', count, 'NaN or Inf '
+        'entries at mask update step', step, '; they rank above every finite '
+        'weight and stay in the mask.', output_stream=sys.stderr), tf.no_op)
 
-  return tf.cond(tf.is_finite(total), tf.no_op, warn,
+  return tf.cond(tf.is_finite(tf.reduce_sum(weight)), tf.no_op, warn,
                  name='non_finite_warning')
 
 

@@ -33,11 +33,18 @@ So the work is a fixed number of passes whatever the distribution: no sort,
 no cumulative sum or gather of size n. `Bincount` is the raw op:
 `tf.math.bincount` adds a `reduce_max` pass. int64 keys (float64 scores), or
 a size unknown when the graph is built, take a plain four-level radix select.
+
+Every pass runs block by block, over slices of at most `_BLOCK` keys (8 MB),
+and only the final mask is written at full size. glibc serves an allocation
+above 32 MB with a fresh mmap, and each of its 4 kB pages faults on first
+write: at 1e7 keys (40 MB), a shift or an abs of the whole took 2-3 times as
+long as on a block (measured on TF 2.21 and 1.15, one thread), and an update
+at about 4 memory passes spent half of its time in page faults.
 """
 
 import tensorflow.compat.v1 as tf
 
-__all__ = ['select_keys']
+__all__ = ['select_keys', 'split_blocks', 'top_k_mask']
 
 _HIGH = 16            # bits of the first histogram (of 31 used)
 _LOW = 15             # bits of the second
@@ -45,6 +52,26 @@ _FIND_ROW = 16        # flat positions per row when locating the boundary bin
 _COUNT_ROW = 128      # ... when counting ties (uint8 sums: at most 255)
 _ALIGN = 16           # slices start at multiples of 16 keys (64 bytes)
 _SAMPLE = 4096
+# Keys per block: 8 MB of int32, well under glibc's 32 MB mmap threshold.
+# A multiple of _COUNT_ROW and _FIND_ROW, so only the last block has a
+# partial row.
+_BLOCK = 1 << 21
+
+
+def split_blocks(flat):
+  """Slices of the 1-D tensor `flat` (static size) of at most `_BLOCK` entries.
+
+  Each slice starts at a multiple of `_BLOCK` entries, so it shares the
+  buffer of `flat` (no copy).
+  """
+  n = flat.get_shape().num_elements()
+  if n <= _BLOCK:
+    return [flat]
+  return [flat[start:start + _BLOCK] for start in range(0, n, _BLOCK)]
+
+
+def _size(block):
+  return block.get_shape().num_elements()
 
 
 def _bincount(keys, size):
@@ -54,6 +81,12 @@ def _bincount(keys, size):
   """
   return tf.raw_ops.Bincount(arr=keys, size=size,
                              weights=tf.zeros([0], tf.int32))
+
+
+def _histogram(blocks, size):
+  """`_bincount` of every block, summed."""
+  counts = [_bincount(block, size) for block in blocks]
+  return counts[0] if len(counts) == 1 else tf.add_n(counts)
 
 
 def _pick(counts, rank):
@@ -68,37 +101,44 @@ def _pick(counts, rank):
 
 
 class _Rows(object):
-  """A flat tensor of static size n seen as rows of `width` positions.
+  """Blocks of keys seen as rows of `width` flat positions.
 
-  `main` is the first `n // width * width` entries as a matrix (a reshape of a
-  slice at 0, no copy), `tail` the rest padded with `fill` to one row.
+  `parts` is a list of (first row, matrix): each block's whole rows as a
+  matrix (a reshape of a slice at 0, no copy), and the last block's partial
+  row padded with `fill` as a matrix of one row.
   """
 
-  def __init__(self, flat, width, fill):
-    n = flat.get_shape().num_elements()
-    self.width, self.full = width, n // width
-    self.main = (tf.reshape(flat[:self.full * width], [self.full, width])
-                 if self.full else None)
-    self.tail = None
-    if n % width:
-      rest = flat[self.full * width:]
-      self.tail = tf.concat(
-          [rest, tf.fill([width - n % width], tf.cast(fill, flat.dtype))],
-          0)[None]
+  def __init__(self, blocks, width, fill):
+    self.width, self.parts = width, []
+    row = 0
+    for block in blocks:
+      n = _size(block)
+      full = n // width
+      if full:
+        self.parts.append(
+            (row, tf.reshape(block[:full * width], [full, width])))
+        row += full
+      if n % width:
+        pad = tf.fill([width - n % width], tf.cast(fill, block.dtype))
+        self.parts.append((row, tf.concat([block[full * width:], pad],
+                                          0)[None]))
+        row += 1
 
   def per_row(self, fn):
-    """Concatenates fn(matrix) -> [rows] over main and tail."""
-    parts = [fn(m) for m in (self.main, self.tail) if m is not None]
-    return parts[0] if len(parts) == 1 else tf.concat(parts, 0)
+    """Concatenates fn(matrix) -> [rows] over the parts."""
+    out = [fn(matrix) for _, matrix in self.parts]
+    return out[0] if len(out) == 1 else tf.concat(out, 0)
 
-  def gather(self, rows):
-    """The rows (int32 indices into main, then tail) as a [len, width] matrix."""
-    if self.main is None:
-      return tf.gather(self.tail, tf.zeros_like(rows))
-    if self.tail is None:
-      return tf.gather(self.main, rows)
-    got = tf.gather(self.main, tf.minimum(rows, self.full - 1))
-    return tf.where_v2((rows >= self.full)[:, None], self.tail, got)
+  def row(self, index):
+    """The row at the int32 scalar `index`, as a [width] vector."""
+    if len(self.parts) == 1:
+      return self.parts[0][1][index]
+    picks = [tf.gather(matrix, tf.clip_by_value(index - first, 0,
+                                                matrix.shape[0] - 1))
+             for first, matrix in self.parts]
+    part = tf.reduce_sum(tf.cast(
+        tf.stack([first for first, _ in self.parts]) <= index, tf.int32)) - 1
+    return tf.gather(tf.stack(picks), part)
 
 
 def _nth_true_in_rows(rows, hits, counts, need):
@@ -109,7 +149,7 @@ def _nth_true_in_rows(rows, hits, counts, need):
   """
   before = tf.cumsum(counts, exclusive=True)
   row = tf.reduce_sum(tf.cast(before < need, tf.int32)) - 1
-  one = tf.cast(hits(rows.gather(row[None]))[0], tf.int32)
+  one = tf.cast(hits(rows.row(row)[None])[0], tf.int32)
   col = tf.reduce_sum(tf.cast(tf.cumsum(one) < need - before[row], tf.int32))
   return row * rows.width + col
 
@@ -120,18 +160,23 @@ def _count_equal(rows, value):
       tf.cast(tf.equal(m, value), tf.uint8), 1), tf.int32))
 
 
-def _select_int32(key, k):
-  n = key.get_shape().num_elements()
-  digit = tf.bitwise.right_shift(key, _LOW)
-  bin_, rank, count = _pick(_bincount(digit, 1 << _HIGH), k)
+def _select_int32(blocks, k):
+  n = sum(_size(block) for block in blocks)
+  digits = [tf.bitwise.right_shift(block, _LOW) for block in blocks]
+  bin_, rank, count = _pick(_histogram(digits, 1 << _HIGH), k)
   low_mask = (1 << _LOW) - 1
-  counting = _Rows(key, _COUNT_ROW, -2)
+  counting = _Rows(blocks, _COUNT_ROW, -2)
 
   def small_bin():
-    found = _Rows(digit, _FIND_ROW, -2)
-    flags = found.per_row(lambda m: tf.reduce_any(tf.equal(m, bin_), 1))
-    rows = tf.cast(tf.where(flags)[:, 0], tf.int32)
-    keys = _Rows(key, _FIND_ROW, -2).gather(rows)
+    rows, keys = [], []
+    for (first, digit), (_, key) in zip(_Rows(digits, _FIND_ROW, -2).parts,
+                                        _Rows(blocks, _FIND_ROW, -2).parts):
+      found = tf.cast(tf.where(tf.reduce_any(tf.equal(digit, bin_), 1))[:, 0],
+                      tf.int32)
+      rows.append(first + found)
+      keys.append(tf.gather(key, found))
+    rows, keys = (rows[0], keys[0]) if len(rows) == 1 else (
+        tf.concat(rows, 0), tf.concat(keys, 0))
     member = tf.equal(tf.bitwise.right_shift(keys, _LOW), bin_)
     low = tf.where_v2(member, tf.bitwise.bitwise_and(keys, low_mask),
                       1 << _LOW)
@@ -146,7 +191,9 @@ def _select_int32(key, k):
     return t, n_equal, need, rows[at] * _FIND_ROW + col
 
   def large_bin():
-    sample = key[::max(1, n // _SAMPLE)]
+    stride = max(1, n // _SAMPLE)
+    sample = [block[::stride] for block in blocks]
+    sample = sample[0] if len(sample) == 1 else tf.concat(sample, 0)
     members = tf.equal(tf.bitwise.right_shift(sample, _LOW), bin_)
     guess = tf.reduce_max(tf.where_v2(members, sample, -1))
     per_row = _count_equal(counting, guess)
@@ -157,9 +204,11 @@ def _select_int32(key, k):
       return guess, count, rank, last
 
     def distinct_values():
-      low = tf.bitwise.bitwise_xor(key, tf.bitwise.left_shift(bin_, _LOW))
-      low_bin, need, n_equal = _pick(_bincount(low, 1 << _LOW), rank)
-      t = tf.bitwise.bitwise_or(tf.bitwise.left_shift(bin_, _LOW), low_bin)
+      inside = tf.bitwise.left_shift(bin_, _LOW)
+      low_bin, need, n_equal = _pick(_histogram(
+          [tf.bitwise.bitwise_xor(block, inside) for block in blocks],
+          1 << _LOW), rank)
+      t = tf.bitwise.bitwise_or(inside, low_bin)
       last = _nth_true_in_rows(counting, lambda m: tf.equal(m, t),
                                _count_equal(counting, t), need)
       return t, n_equal, need, last
@@ -201,52 +250,61 @@ def _select_any(key, k):
     ties = tf.cast(tf.equal(key, prefix), tf.int32)
     last = tf.reduce_sum(tf.cast(tf.cumsum(ties) < rank, tf.int32))
   else:
-    counting = _Rows(key, _COUNT_ROW, -2)
+    counting = _Rows([key], _COUNT_ROW, -2)
     last = _nth_true_in_rows(counting, lambda m: tf.equal(m, prefix),
                              _count_equal(counting, prefix), rank)
   return prefix, count, rank, last
 
 
-def select_keys(key, k):
+def select_keys(keys, k):
   """The k-th largest of the flat non-negative int keys and where its ties are.
 
   Args:
-    key: 1-D int32 or int64 tensor, entries >= 0 (bit patterns of floats).
-    k: int32 scalar tensor, 1 <= k <= size of key.
+    keys: 1-D int32 or int64 tensor, entries >= 0 (bit patterns of floats);
+      or the int32 keys of a static size as a list of 1-D blocks in order
+      (`split_blocks`).
+    k: int32 scalar tensor, 1 <= k <= number of keys.
 
   Returns:
-    (t, n_equal, need, last): the k-th largest key (key's dtype); int32 count
-    of keys equal to t; int32 count of those among the top k (>= 1); int32
-    flat position of the need-th key equal to t.
+    (t, n_equal, need, last): the k-th largest key (the keys' dtype); int32
+    count of keys equal to t; int32 count of those among the top k (>= 1);
+    int32 flat position of the need-th key equal to t.
   """
-  if key.dtype == tf.int32 and key.get_shape().num_elements() is not None:
-    return _select_int32(key, k)
-  return _select_any(key, k)
+  if isinstance(keys, (list, tuple)):
+    return _select_int32(list(keys), k)
+  if keys.dtype == tf.int32 and keys.get_shape().num_elements() is not None:
+    return _select_int32(split_blocks(keys), k)
+  return _select_any(keys, k)
 
 
-def top_k_mask(key, t, need, last, n_equal):
-  """bool mask of the keys above t and the ties at positions <= last.
+def top_k_mask(keys, t, need, last):
+  """Flat bool mask of the keys above t and the ties at positions <= last.
 
-  The keys before the aligned position of `last` are compared with `>= t`,
-  those after with `> t` (slices at multiples of 16 keys share the keys'
-  buffer), the 16 around it entry by entry. When every tie is kept
-  (`need == n_equal`) it is one `>= t`.
+  `keys` as for `select_keys`. The keys before the aligned position of `last`
+  are compared with `>= t`, those after with `> t`, the 16 around it entry by
+  entry; block by block, with slices at multiples of 16 keys that share the
+  keys' buffers.
   """
-  n = key.get_shape().num_elements()
-  if n is None:
-    ties = tf.cast(tf.equal(key, t), tf.int32)
-    return tf.logical_or(key > t, tf.logical_and(
-        tf.equal(key, t), tf.cumsum(ties) <= need))
-
-  def in_order():
-    start = tf.minimum((last + 1) // _ALIGN * _ALIGN, n)
-    stop = tf.minimum(start + _ALIGN, n)
-    middle = tf.slice(key, start[None], (stop - start)[None])
-    position = start + tf.range(stop - start)
-    return tf.concat([
-        tf.slice(key, [0], start[None]) >= t,
+  if not isinstance(keys, (list, tuple)):
+    if keys.get_shape().num_elements() is None:
+      ties = tf.cast(tf.equal(keys, t), tf.int32)
+      return tf.logical_or(keys > t, tf.logical_and(
+          tf.equal(keys, t), tf.cumsum(ties) <= need))
+    keys = split_blocks(keys)
+  n = sum(_size(block) for block in keys)
+  start = tf.minimum((last + 1) // _ALIGN * _ALIGN, n)
+  stop = tf.minimum(start + _ALIGN, n)
+  parts, offset = [], 0
+  for block in keys:
+    size = _size(block)
+    low = tf.clip_by_value(start - offset, 0, size)
+    high = tf.clip_by_value(stop - offset, 0, size)
+    middle = tf.slice(block, low[None], (high - low)[None])
+    position = offset + low + tf.range(high - low)
+    parts += [
+        tf.slice(block, [0], low[None]) >= t,
         tf.logical_or(middle > t, tf.logical_and(tf.equal(middle, t),
                                                  position <= last)),
-        tf.slice(key, stop[None], [-1]) > t], 0)
-
-  return tf.cond(tf.equal(need, n_equal), lambda: key >= t, in_order)
+        tf.slice(block, high[None], [-1]) > t]
+    offset += size
+  return tf.concat(parts, 0)

@@ -41,7 +41,7 @@ histogram method leaves non-finite scores out of its histogram and keeps them.
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.masks._radix import select_keys, top_k_mask
+from tf1prune.masks._radix import select_keys, split_blocks, top_k_mask
 
 __all__ = ['keep_count', 'kth_largest', 'magnitude_mask', 'histogram_threshold']
 
@@ -67,12 +67,26 @@ def keep_count(size, sparsity):
 
 
 def _as_ordered_bits(scores):
-  """Flattens non-negative floats to ints that sort like them: float64 ->
-  int64, others -> int32 (float16 and bfloat16 widened to float32 first)."""
-  flat = tf.reshape(scores, [-1])
-  if flat.dtype == tf.float64:
-    return tf.bitcast(flat, tf.int64)
-  return tf.bitcast(tf.cast(flat, tf.float32), tf.int32)
+  """Non-negative float scores as ints that sort like them.
+
+  float64 -> a flat int64 tensor. Others -> int32 (float16 and bfloat16
+  widened to float32 first): a flat tensor when the size is not static, else
+  a list of blocks (`split_blocks`). When `scores` is `tf.abs(x)`, each block
+  is the abs of its slice of x, so no op writes a tensor of the full size
+  (`_radix` says why that matters).
+  """
+  if scores.dtype == tf.float64 or not scores.shape.is_fully_defined():
+    flat = tf.reshape(scores, [-1])
+    if flat.dtype == tf.float64:
+      return tf.bitcast(flat, tf.int64)
+    return tf.bitcast(tf.cast(flat, tf.float32), tf.int32)
+  source = scores.op.inputs[0] if scores.op.type == 'Abs' else scores
+  blocks = []
+  for block in split_blocks(tf.reshape(source, [-1])):
+    if source is not scores:
+      block = tf.abs(block)
+    blocks.append(tf.bitcast(tf.cast(block, tf.float32), tf.int32))
+  return blocks
 
 
 def _as_float(bits):
@@ -109,17 +123,19 @@ def magnitude_mask(scores, sparsity, name=None):
   with tf.name_scope(name, 'magnitude_mask', [scores, sparsity]):
     scores = tf.convert_to_tensor(scores)
     bits = _as_ordered_bits(scores)
-    keep = keep_count(tf.size(bits), sparsity)
-    n = bits.get_shape().num_elements()
+    n = scores.shape.num_elements()
+    keep = keep_count(tf.size(scores) if n is None else n, sparsity)
     if n is not None and n <= _TOP_K_MAX:
-      flat, t_bits = _top_k_select(bits, keep)
+      flat, t_bits = _top_k_select(
+          tf.concat(bits, 0) if isinstance(bits, list) else bits, keep)
     else:
-      t_bits, n_equal, need, last = select_keys(bits, tf.maximum(keep, 1))
+      t_bits, _, need, last = select_keys(bits, tf.maximum(keep, 1))
       # keep == 0: take no tie and nothing above the maximum.
       need = tf.where_v2(keep > 0, need, 0 * need)
       last = tf.where_v2(keep > 0, last, -1 + 0 * last)
-      flat = top_k_mask(bits, t_bits, need, last, n_equal)
-    mask = tf.reshape(tf.cast(flat, tf.float32), tf.shape(scores))
+      flat = top_k_mask(bits, t_bits, need, last)
+    shape = (scores.shape.as_list() if n is not None else tf.shape(scores))
+    mask = tf.reshape(tf.cast(flat, tf.float32), shape)
     threshold = tf.cast(_as_float(t_bits), tf.float32)
     threshold = tf.where_v2(tf.logical_and(keep > 0,
                                            tf.logical_not(tf.is_nan(threshold))),
