@@ -14,7 +14,7 @@ import tensorflow.compat.v1 as tf
 
 import np_reference
 import tf1prune
-from tf1prune.masks import _radix, _select, magnitude_mask
+from tf1prune.masks import _blocks, _select, magnitude_mask
 
 SPARSITIES = [0.0, 0.3, 0.5, 0.75, 0.9, 0.97, 0.999, 1.0]
 
@@ -36,7 +36,7 @@ def block(request, monkeypatch):
   """Runs each test as built (these sizes fit in one block of keys) and with
   blocks of 32768 keys, so every path also crosses block borders."""
   if request.param is not None:
-    monkeypatch.setattr(_radix, '_BLOCK', request.param)
+    monkeypatch.setattr(_blocks, 'BLOCK', request.param)
   return request.param
 
 

@@ -38,6 +38,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1prune import _coupled_pruning, locks
 from tf1prune._spec_view import HParamsView, reparse
+from tf1prune.masks import _blocks
 from tf1prune.hparams import get_pruning_hparams
 from tf1prune.masking import masked_weight_records
 from tf1prune.plan_ops import MaskUnit, compute_masks
@@ -73,6 +74,28 @@ def _non_finite_warning(record, step):
 
   return tf.cond(tf.is_finite(tf.reduce_sum(weight)), tf.no_op, warn,
                  name='non_finite_warning')
+
+
+def _assign_mask(variable, mask):
+  """Returns an op that assigns `mask` to the mask `variable`.
+
+  A mask that is a cast of a bool tensor (as `magnitude_mask` returns it) of
+  more than `_blocks.BLOCK` entries is cast and scattered into the variable
+  by blocks of rows: written at full size, the float mask would be a fresh
+  mmap whose every page faults in (`tf1prune.masks._blocks`).
+  """
+  keep = mask
+  while keep.op.type == 'Cast':
+    keep = keep.op.inputs[0]
+  shape = variable.shape.as_list()
+  if (keep.dtype != tf.bool or keep.shape.as_list() != shape or not shape
+      or variable.shape.num_elements() <= _blocks.BLOCK):
+    return tf.assign(variable, mask)
+  dtype = variable.dtype.base_dtype
+  return tf.group(*[
+      tf.scatter_update(variable, tf.range(start, stop),
+                        tf.cast(keep[start:stop], dtype)).op
+      for start, stop in _blocks.row_ranges(shape)])
 
 
 class Pruning(object):
@@ -294,7 +317,7 @@ class Pruning(object):
         mask = tf.cast(mask, record.mask.dtype.base_dtype)
         if target.frozen is not None:
           mask = tf.where_v2(target.frozen, record.mask.read_value(), mask)
-        ops.append(tf.assign(record.mask, mask))
+        ops.append(_assign_mask(record.mask, mask))
     return ops
 
   def _build_update(self, targets):

@@ -34,17 +34,15 @@ no cumulative sum or gather of size n. `Bincount` is the raw op:
 `tf.math.bincount` adds a `reduce_max` pass. int64 keys (float64 scores), or
 a size unknown when the graph is built, take a plain four-level radix select.
 
-Every pass runs block by block, over slices of at most `_BLOCK` keys (8 MB),
-and only the final mask is written at full size. glibc serves an allocation
-above 32 MB with a fresh mmap, and each of its 4 kB pages faults on first
-write: at 1e7 keys (40 MB), a shift or an abs of the whole took 2-3 times as
-long as on a block (measured on TF 2.21 and 1.15, one thread), and an update
-at about 4 memory passes spent half of its time in page faults.
+Every pass runs block by block, over slices of at most `_blocks.BLOCK` keys
+(8 MB), and only the bool mask is written at full size (`_blocks` says why).
 """
 
 import tensorflow.compat.v1 as tf
 
-__all__ = ['select_keys', 'split_blocks', 'top_k_mask']
+from tf1prune.masks import _blocks
+
+__all__ = ['select_keys', 'top_k_mask']
 
 _HIGH = 16            # bits of the first histogram (of 31 used)
 _LOW = 15             # bits of the second
@@ -52,24 +50,6 @@ _FIND_ROW = 16        # flat positions per row when locating the boundary bin
 _COUNT_ROW = 128      # ... when counting ties (uint8 sums: at most 255)
 _ALIGN = 16           # slices start at multiples of 16 keys (64 bytes)
 _SAMPLE = 4096
-# Keys per block: 8 MB of int32, well under glibc's 32 MB mmap threshold.
-# A multiple of _COUNT_ROW and _FIND_ROW, so only the last block has a
-# partial row.
-_BLOCK = 1 << 21
-
-
-def split_blocks(flat):
-  """Slices of the 1-D tensor `flat` (static size) of at most `_BLOCK` entries.
-
-  Each slice starts at a multiple of `_BLOCK` entries, so it shares the
-  buffer of `flat` (no copy).
-  """
-  n = flat.get_shape().num_elements()
-  if n <= _BLOCK:
-    return [flat]
-  return [flat[start:start + _BLOCK] for start in range(0, n, _BLOCK)]
-
-
 def _size(block):
   return block.get_shape().num_elements()
 
@@ -262,7 +242,7 @@ def select_keys(keys, k):
   Args:
     keys: 1-D int32 or int64 tensor, entries >= 0 (bit patterns of floats);
       or the int32 keys of a static size as a list of 1-D blocks in order
-      (`split_blocks`).
+      (`_blocks.split`).
     k: int32 scalar tensor, 1 <= k <= number of keys.
 
   Returns:
@@ -273,7 +253,7 @@ def select_keys(keys, k):
   if isinstance(keys, (list, tuple)):
     return _select_int32(list(keys), k)
   if keys.dtype == tf.int32 and keys.get_shape().num_elements() is not None:
-    return _select_int32(split_blocks(keys), k)
+    return _select_int32(_blocks.split(keys), k)
   return _select_any(keys, k)
 
 
@@ -290,7 +270,7 @@ def top_k_mask(keys, t, need, last):
       ties = tf.cast(tf.equal(keys, t), tf.int32)
       return tf.logical_or(keys > t, tf.logical_and(
           tf.equal(keys, t), tf.cumsum(ties) <= need))
-    keys = split_blocks(keys)
+    keys = _blocks.split(keys)
   n = sum(_size(block) for block in keys)
   start = tf.minimum((last + 1) // _ALIGN * _ALIGN, n)
   stop = tf.minimum(start + _ALIGN, n)

@@ -41,7 +41,8 @@ histogram method leaves non-finite scores out of its histogram and keeps them.
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.masks._radix import select_keys, split_blocks, top_k_mask
+from tf1prune.masks import _blocks
+from tf1prune.masks._radix import select_keys, top_k_mask
 
 __all__ = ['keep_count', 'kth_largest', 'magnitude_mask', 'histogram_threshold']
 
@@ -71,7 +72,7 @@ def _as_ordered_bits(scores):
 
   float64 -> a flat int64 tensor. Others -> int32 (float16 and bfloat16
   widened to float32 first): a flat tensor when the size is not static, else
-  a list of blocks (`split_blocks`). When `scores` is `tf.abs(x)`, each block
+  a list of blocks (`_blocks.split`). When `scores` is `tf.abs(x)`, each block
   is the abs of its slice of x, so no op writes a tensor of the full size
   (`_radix` says why that matters).
   """
@@ -82,7 +83,7 @@ def _as_ordered_bits(scores):
     return tf.bitcast(tf.cast(flat, tf.float32), tf.int32)
   source = scores.op.inputs[0] if scores.op.type == 'Abs' else scores
   blocks = []
-  for block in split_blocks(tf.reshape(source, [-1])):
+  for block in _blocks.split(tf.reshape(source, [-1])):
     if source is not scores:
       block = tf.abs(block)
     blocks.append(tf.bitcast(tf.cast(block, tf.float32), tf.int32))
@@ -135,7 +136,9 @@ def magnitude_mask(scores, sparsity, name=None):
       last = tf.where_v2(keep > 0, last, -1 + 0 * last)
       flat = top_k_mask(bits, t_bits, need, last)
     shape = (scores.shape.as_list() if n is not None else tf.shape(scores))
-    mask = tf.reshape(tf.cast(flat, tf.float32), shape)
+    # A cast of the bool mask: `Pruning` writes it to the mask variable by
+    # blocks of rows, never as a full-size float tensor (`_blocks`).
+    mask = tf.cast(tf.reshape(flat, shape), tf.float32)
     threshold = tf.cast(_as_float(t_bits), tf.float32)
     threshold = tf.where_v2(tf.logical_and(keep > 0,
                                            tf.logical_not(tf.is_nan(threshold))),
