@@ -328,9 +328,41 @@ def _distribution_tables(runs):
     out.append(_table(['elements', 'intra-op threads'] +
                       ['`%s`' % n for n in names] +
                       ['slowest / fastest (now)', 'load average'], table) + '\n')
+    paired = data.get('dist_paired') or []
+    if paired:
+      out.append(_paired_table(paired, names))
+      one = [r for r in paired if str(r['threads']) == '1' and
+             r['size'] == 10**7]
+      if one and verdict:
+        spread = one[0]['slowest_over_fastest']
+        verdict = verdict.rstrip('.\n') + (
+            '. Paired (all eight in one session): slowest / fastest %.2f '
+            '(`%s` / `%s`): %s.\n' % (
+                spread, one[0]['slowest'], one[0]['fastest'],
+                _verdict(spread, DIST_SPREAD, 'spread', bool(_loaded(data)))))
     if verdict:
       out.append(verdict)
   return '\n'.join(out)
+
+
+def _paired_table(rows, names):
+  """The paired run: every distribution's update in one session."""
+  table = []
+  for row in rows:
+    table.append(['%.0e' % row['size'], str(row['threads'])] + [
+        '%.1f ms (%.1fx)' % (row['seconds'][n] * 1e3,
+                             row['ratio_to_memory_pass'][n]) for n in names] +
+                 ['%.1f ms' % (row['seconds']['memory_pass'] * 1e3),
+                  '%.2f' % row['slowest_over_fastest'],
+                  '%.1f' % row['load_average_1min']])
+  return ('The same updates in one session, alternating within each repeat '
+          '(%d repeats; median time, and median of the per-repeat ratios to '
+          'the memory pass): the spread across distributions without the '
+          'drift between separate runs.\n\n' % rows[0]['repeats'] +
+          _table(['elements', 'intra-op threads'] +
+                 ['`%s`' % n for n in names] +
+                 ['memory pass', 'slowest / fastest', 'load average'],
+                 table) + '\n')
 
 
 def inference_section(quick):

@@ -256,7 +256,12 @@ def test_half_precision_and_double_weights_prune_end_to_end(dtype, method):
   np.testing.assert_array_equal(masked, values * mask)
 
 
-def test_a_few_nan_and_inf_weights_are_kept_and_the_threshold_is_finite(capfd):
+@pytest.mark.parametrize('block', [None, 4], ids=['one_block', 'blocks_of_4'])
+def test_a_few_nan_and_inf_weights_are_kept_and_the_threshold_is_finite(
+    capfd, monkeypatch, block):
+  if block:  # the count and the mask's write go block by block
+    from tf1prune.masks import _blocks
+    monkeypatch.setattr(_blocks, 'BLOCK', block)
   values = np.arange(1.0, 11.0)
   values[[2, 7]] = np.nan
   values[5] = -np.inf

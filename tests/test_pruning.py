@@ -189,9 +189,11 @@ def _written_bytes(run_metadata):
   return written
 
 
+@pytest.mark.parametrize('op', ['mask_update_op',
+                                'conditional_mask_update_op'])
 @pytest.mark.parametrize('dtype', [np.float32, np.float16])
 def test_the_update_of_a_large_weight_writes_only_its_bool_mask_at_full_size(
-    monkeypatch, dtype):
+    monkeypatch, dtype, op):
   # The update works in blocks (a full-size output costs a page fault per
   # 4 kB on its first write); blocks of 65536 entries (as large as a
   # histogram) make a 400 x 1000 kernel large.
@@ -203,8 +205,9 @@ def test_the_update_of_a_large_weight_writes_only_its_bool_mask_at_full_size(
     w = tf.get_variable('weights', [400, 1000], dtype,
                         initializer=tf.glorot_uniform_initializer(seed=1))
     tf1prune.apply_mask(w)
-  update = tf1prune.Pruning(
-      _hp('target_sparsity=0.9,sparsity_function_end_step=1')).mask_update_op()
+  update = getattr(tf1prune.Pruning(_hp(
+      'target_sparsity=0.9,sparsity_function_end_step=1,pruning_frequency=1')),
+                   op)()
   with _session_at(1) as sess:
     trace = tf.RunMetadata()
     sess.run(update, options=tf.RunOptions(

@@ -38,9 +38,9 @@ import tensorflow.compat.v1 as tf
 
 from tf1prune import _coupled_pruning, locks
 from tf1prune._spec_view import HParamsView, reparse
-from tf1prune.masks import _blocks
 from tf1prune.hparams import get_pruning_hparams
 from tf1prune.masking import masked_weight_records
+from tf1prune.masks import _blocks
 from tf1prune.plan_ops import MaskUnit, compute_masks
 from tf1prune.spec import PruningSpec
 
@@ -56,17 +56,18 @@ def _non_finite_warning(record, step):
   """Returns an op that prints a warning if `record.weight` has NaN or Inf.
 
   One reduce_sum pass over the weight, in its own dtype (a cast would write
-  a full-size copy). Only when the sum is not finite, the exact count: the
-  number of rows `tf.where_v2` finds (it reads a bool per entry and writes
-  only the non-finite entries' positions); and the message (to stderr, from
-  the process that runs the op) only when that count is not 0, since a
-  float16 sum can overflow with every entry finite.
+  a full-size copy). Only when the sum is not finite, the exact count, block
+  by block (`_blocks`): the number of rows `tf.where_v2` finds (it reads a
+  bool per entry and writes only the non-finite entries' positions); and the
+  message (to stderr, from the process that runs the op) only when that
+  count is not 0, since a float16 sum can overflow with every entry finite.
   """
   weight = record.weight
 
   def warn():
-    flat = tf.reshape(weight, [-1])
-    count = tf.shape(tf.where_v2(tf.logical_not(tf.is_finite(flat))))[0]
+    count = tf.add_n([
+        tf.shape(tf.where_v2(tf.logical_not(tf.is_finite(block))))[0]
+        for block in _blocks.split(tf.reshape(weight, [-1]))])
     return tf.cond(count > 0, lambda: tf.print(
         'tf1prune WARNING: weight', record.name, 'has', count, 'NaN or Inf '
         'entries at mask update step', step, '; they rank above every finite '

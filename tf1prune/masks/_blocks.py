@@ -22,13 +22,14 @@ BLOCK = 1 << 21
 
 
 def split(flat):
-  """Slices of the 1-D tensor `flat` (static size) of at most `BLOCK` entries.
+  """Slices of the 1-D tensor `flat` of at most `BLOCK` entries.
 
   Each slice starts at a multiple of `BLOCK` entries, so it shares the
-  buffer of `flat` (no copy).
+  buffer of `flat` (no copy). A size unknown when the graph is built: one
+  slice, `flat` itself.
   """
   n = flat.get_shape().num_elements()
-  if n <= BLOCK:
+  if n is None or n <= BLOCK:
     return [flat]
   return [flat[start:start + BLOCK] for start in range(0, n, BLOCK)]
 

@@ -50,7 +50,10 @@ _FIND_ROW = 16        # flat positions per row when locating the boundary bin
 _COUNT_ROW = 128      # ... when counting ties (uint8 sums: at most 255)
 _ALIGN = 16           # slices start at multiples of 16 keys (64 bytes)
 _SAMPLE = 4096
+
+
 def _size(block):
+  """The static number of entries of a 1-D block."""
   return block.get_shape().num_elements()
 
 

@@ -74,7 +74,7 @@ def _as_ordered_bits(scores):
   widened to float32 first): a flat tensor when the size is not static, else
   a list of blocks (`_blocks.split`). When `scores` is `tf.abs(x)`, each block
   is the abs of its slice of x, so no op writes a tensor of the full size
-  (`_radix` says why that matters).
+  (`_blocks` says why that matters).
   """
   if scores.dtype == tf.float64 or not scores.shape.is_fully_defined():
     flat = tf.reshape(scores, [-1])
