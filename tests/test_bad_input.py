@@ -276,6 +276,31 @@ def test_a_few_nan_and_inf_weights_are_kept_and_the_threshold_is_finite(
 
 
 
+
+@pytest.mark.parametrize('block', [None, 32768],
+                         ids=['one_block', 'blocks_of_32768'])
+def test_the_warning_counts_every_nan_and_inf_of_a_real_kernel(
+    capfd, monkeypatch, block):
+  if block:
+    from tf1prune.masks import _blocks
+    monkeypatch.setattr(_blocks, 'BLOCK', block)
+  # A glorot-initialized kernel of 83808 entries: 654 rows of 128, then a
+  # tail of 96 whose last 5 are -inf and the others finite.
+  with tf.Graph().as_default():
+    values = tf.glorot_uniform_initializer(seed=3)([3, 3, 96, 97])
+    with tf.Session() as sess:
+      values = sess.run(values)
+  rs = np.random.RandomState(5)
+  flat = values.reshape(-1)
+  rows = flat.size // 128 * 128
+  flat[rs.choice(rows, 700, replace=False)] = np.nan
+  flat[rs.choice(rows, 300, replace=False)] = np.inf
+  flat[-5:] = -np.inf
+  expected = int(np.sum(~np.isfinite(flat)))
+  _prune_once(values, 'target_sparsity=0.5,sparsity_function_end_step=10')
+  assert ('has %d NaN or Inf entries at mask update step 100' % expected
+          in capfd.readouterr().err)
+
 def test_a_float16_sum_that_overflows_is_no_warning(capfd):
   # 8 finite float16 weights whose sum (8 * 60000) is above float16's max.
   values = np.array([60000.0, 50000.0] * 4)
