@@ -295,6 +295,8 @@ def main(argv=None):
                       'mask_update_dist[_tf1].json')
   parser.add_argument('--dist_repeats', type=int, default=7,
                       help='repeats of each distribution run')
+  parser.add_argument('--paired_repeats', type=int, default=0,
+                      help='repeats of the paired run (0: --dist_repeats)')
   parser.add_argument('--dist_size', type=float, default=1e7,
                       help='size of the value-distribution runs (0: none; '
                       '--quick: 1e5)')
@@ -344,8 +346,9 @@ def main(argv=None):
                 row['load_average_1min']), flush=True)
   paired = []
   for threads in ((1, None) if dist_size else ()):
-    row = _measure_distributions_paired(dist_size, 3 if args.quick else
-                                        args.dist_repeats, threads)
+    row = _measure_distributions_paired(
+        dist_size, 3 if args.quick else
+        args.paired_repeats or args.dist_repeats, threads)
     row['load_average_1min'] = load_average()
     paired.append(row)
     print('n=%-9d threads=%-7s paired: %s  slowest/fastest %.2f (%s / %s)  '
