@@ -109,8 +109,9 @@ def _assign_mask(variable, mask):
   while keep.op.type == 'Cast':
     keep = keep.op.inputs[0]
   shape = variable.shape.as_list()
-  if (keep.dtype != tf.bool or keep.shape.as_list() != shape or not shape
-      or variable.shape.num_elements() <= _blocks.BLOCK):
+  if (keep.dtype != tf.bool or not keep.shape.is_fully_defined() or
+      keep.shape.as_list() != shape or not shape or
+      variable.shape.num_elements() <= _blocks.BLOCK):
     return tf.assign(variable, mask)
   dtype = variable.dtype.base_dtype
   return tf.group(*[
