@@ -81,7 +81,9 @@ def _as_ordered_bits(scores):
     if flat.dtype == tf.float64:
       return tf.bitcast(flat, tf.int64)
     return tf.bitcast(tf.cast(flat, tf.float32), tf.int32)
-  source = scores.op.inputs[0] if scores.op.type == 'Abs' else scores
+  source = scores
+  if not tf.executing_eagerly() and scores.op.type == 'Abs':
+    source = scores.op.inputs[0]
   blocks = []
   for block in _blocks.split(tf.reshape(source, [-1])):
     if source is not scores:
