@@ -275,8 +275,6 @@ def test_a_few_nan_and_inf_weights_are_kept_and_the_threshold_is_finite(
           'mask update step 100') in err
 
 
-
-
 @pytest.mark.parametrize('block', [None, 32768],
                          ids=['one_block', 'blocks_of_32768'])
 def test_the_warning_counts_every_nan_and_inf_of_a_real_kernel(
@@ -301,6 +299,7 @@ def test_the_warning_counts_every_nan_and_inf_of_a_real_kernel(
   assert ('has %d NaN or Inf entries at mask update step 100' % expected
           in capfd.readouterr().err)
 
+
 def test_a_float16_sum_that_overflows_is_no_warning(capfd):
   # 8 finite float16 weights whose sum (8 * 60000) is above float16's max.
   values = np.array([60000.0, 50000.0] * 4)
@@ -309,6 +308,7 @@ def test_a_float16_sum_that_overflows_is_no_warning(capfd):
       dtype=tf.float16)
   assert mask.tolist() == [1, 0] * 4
   assert 'tf1prune WARNING' not in capfd.readouterr().err
+
 
 def test_nan_weights_outnumbering_the_kept_give_an_inf_threshold_not_nan():
   values = np.full(10, np.nan)

@@ -170,7 +170,6 @@ def test_float64_weights_are_pruned():
   assert sorted(np.abs(value[m == 1.0]).tolist()) == list(range(41, 51))
 
 
-
 def _written_bytes(run_metadata):
   """{node name: bytes of the outputs it allocated} from a FULL_TRACE.
 
