@@ -55,24 +55,17 @@ class _Target(collections.namedtuple('_Target', ['record', 'spec', 'frozen'])):
 def _non_finite_count(weight):
   """int32 count of the NaN and infinite entries of `weight`.
 
-  Block by block (`tf1prune.masks._blocks`): the finite flags are cast to
-  uint8 and summed over rows of 128 (at most 128: no overflow), then in int32
-  over the rows; a quarter of the bytes of an int32 cast, and measured 2-3x
-  faster than `tf.where` of the non-finite flags.
+  Block by block (`tf1prune.masks._blocks`): the finite flags are counted by
+  uint8 sums over rows of `COUNT_ROW` (the tail padded with NaN), measured
+  2-3x faster than `tf.where` of the non-finite flags.
   """
   flat = tf.reshape(weight, [-1])
-  finite = []
-  for block in _blocks.split(flat):
-    size = block.shape.num_elements()
-    rows = (size or 0) // 128
-    flags = tf.is_finite(block)
-    if rows:
-      per_row = tf.reduce_sum(tf.cast(tf.reshape(
-          flags[:rows * 128], [rows, 128]), tf.uint8), 1)
-      finite.append(tf.reduce_sum(tf.cast(per_row, tf.int32)))
-    if size is None or size % 128:
-      finite.append(tf.reduce_sum(tf.cast(flags[rows * 128:], tf.int32)))
-  return tf.size(flat, out_type=tf.int32) - tf.add_n(finite)
+  if flat.shape.num_elements() is None:
+    return tf.reduce_sum(tf.cast(tf.logical_not(tf.is_finite(flat)),
+                                 tf.int32))
+  rows = _blocks.Rows(_blocks.split(flat), _blocks.COUNT_ROW, float('nan'))
+  finite = tf.reduce_sum(_blocks.count_per_row(rows, tf.is_finite))
+  return tf.size(flat, out_type=tf.int32) - finite
 
 
 def _non_finite_warning(record, step):
@@ -110,7 +103,7 @@ def _assign_mask(variable, mask):
     keep = keep.op.inputs[0]
   shape = variable.shape.as_list()
   if (keep.dtype != tf.bool or not keep.shape.is_fully_defined() or
-      keep.shape.as_list() != shape or not shape or
+      keep.shape.as_list() != shape or
       variable.shape.num_elements() <= _blocks.BLOCK):
     return tf.assign(variable, mask)
   dtype = variable.dtype.base_dtype

@@ -14,11 +14,17 @@ mask update passes over the keys by blocks (`split`) and writes the mask by
 blocks of rows (`row_ranges`).
 """
 
-__all__ = ['BLOCK', 'row_ranges', 'split']
+import tensorflow.compat.v1 as tf
+
+__all__ = ['BLOCK', 'COUNT_ROW', 'Rows', 'count_per_row', 'row_ranges',
+           'split']
 
 # Entries per block: 8 MB of float32 or int32. A multiple of the row widths
-# of `_radix` (16 and 128), so only the last block has a partial row.
+# used with `Rows` (16 and COUNT_ROW), so only the last block has a partial
+# row.
 BLOCK = 1 << 21
+# Entries per row when counting with uint8 sums (at most 255).
+COUNT_ROW = 128
 
 
 def split(flat):
@@ -47,3 +53,52 @@ def row_ranges(shape, block=None):
     row_size *= dim
   step = max(1, block // max(row_size, 1))
   return [(start, min(start + step, rows)) for start in range(0, rows, step)]
+
+
+class Rows(object):
+  """Blocks (of keys, flags, ...) seen as rows of `width` flat positions.
+
+  `parts` is a list of (first row, matrix): each block's whole rows as a
+  matrix (a reshape of a slice at 0, no copy), and the last block's partial
+  row padded with `fill` as a matrix of one row.
+  """
+
+  def __init__(self, blocks, width, fill):
+    self.width, self.parts = width, []
+    row = 0
+    for block in blocks:
+      n = block.get_shape().num_elements()
+      full = n // width
+      if full:
+        self.parts.append(
+            (row, tf.reshape(block[:full * width], [full, width])))
+        row += full
+      if n % width:
+        pad = tf.fill([width - n % width], tf.cast(fill, block.dtype))
+        self.parts.append((row, tf.concat([block[full * width:], pad],
+                                          0)[None]))
+        row += 1
+
+  def per_row(self, fn):
+    """Concatenates fn(matrix) -> [rows] over the parts."""
+    out = [fn(matrix) for _, matrix in self.parts]
+    return out[0] if len(out) == 1 else tf.concat(out, 0)
+
+  def row(self, index):
+    """The row at the int32 scalar `index`, as a [width] vector."""
+    if len(self.parts) == 1:
+      return self.parts[0][1][index]
+    picks = [tf.gather(matrix, tf.clip_by_value(index - first, 0,
+                                                matrix.shape[0] - 1))
+             for first, matrix in self.parts]
+    part = tf.reduce_sum(tf.cast(
+        tf.stack([first for first, _ in self.parts]) <= index, tf.int32)) - 1
+    return tf.gather(tf.stack(picks), part)
+
+
+def count_per_row(rows, hits):
+  """int32 count per row of `rows` (a `Rows`) of the entries where
+  `hits(matrix)` is true: uint8 sums, a quarter of the bytes of an int32
+  cast, so `rows.width` must be at most 255 (`COUNT_ROW`)."""
+  return rows.per_row(lambda m: tf.cast(tf.reduce_sum(
+      tf.cast(hits(m), tf.uint8), 1), tf.int32))

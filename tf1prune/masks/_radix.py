@@ -47,7 +47,6 @@ __all__ = ['select_keys', 'top_k_mask']
 _HIGH = 16            # bits of the first histogram (of 31 used)
 _LOW = 15             # bits of the second
 _FIND_ROW = 16        # flat positions per row when locating the boundary bin
-_COUNT_ROW = 128      # ... when counting ties (uint8 sums: at most 255)
 _ALIGN = 16           # slices start at multiples of 16 keys (64 bytes)
 _SAMPLE = 4096
 
@@ -83,52 +82,11 @@ def _pick(counts, rank):
   return chosen, rank - (at_least[chosen] - count), count
 
 
-class _Rows(object):
-  """Blocks of keys seen as rows of `width` flat positions.
-
-  `parts` is a list of (first row, matrix): each block's whole rows as a
-  matrix (a reshape of a slice at 0, no copy), and the last block's partial
-  row padded with `fill` as a matrix of one row.
-  """
-
-  def __init__(self, blocks, width, fill):
-    self.width, self.parts = width, []
-    row = 0
-    for block in blocks:
-      n = _size(block)
-      full = n // width
-      if full:
-        self.parts.append(
-            (row, tf.reshape(block[:full * width], [full, width])))
-        row += full
-      if n % width:
-        pad = tf.fill([width - n % width], tf.cast(fill, block.dtype))
-        self.parts.append((row, tf.concat([block[full * width:], pad],
-                                          0)[None]))
-        row += 1
-
-  def per_row(self, fn):
-    """Concatenates fn(matrix) -> [rows] over the parts."""
-    out = [fn(matrix) for _, matrix in self.parts]
-    return out[0] if len(out) == 1 else tf.concat(out, 0)
-
-  def row(self, index):
-    """The row at the int32 scalar `index`, as a [width] vector."""
-    if len(self.parts) == 1:
-      return self.parts[0][1][index]
-    picks = [tf.gather(matrix, tf.clip_by_value(index - first, 0,
-                                                matrix.shape[0] - 1))
-             for first, matrix in self.parts]
-    part = tf.reduce_sum(tf.cast(
-        tf.stack([first for first, _ in self.parts]) <= index, tf.int32)) - 1
-    return tf.gather(tf.stack(picks), part)
-
-
 def _nth_true_in_rows(rows, hits, counts, need):
   """Flat position of the need-th hit (need >= 1), row by row.
 
-  rows: _Rows of the keys; hits(matrix) -> bool matrix; counts: int32 hits
-  per row (all rows). Only one row is examined entry by entry.
+  rows: `_blocks.Rows` of the keys; hits(matrix) -> bool matrix; counts:
+  int32 hits per row (all rows). Only one row is examined entry by entry.
   """
   before = tf.cumsum(counts, exclusive=True)
   row = tf.reduce_sum(tf.cast(before < need, tf.int32)) - 1
@@ -139,8 +97,7 @@ def _nth_true_in_rows(rows, hits, counts, need):
 
 def _count_equal(rows, value):
   """int32 count per row of `rows` of the keys equal to `value`."""
-  return rows.per_row(lambda m: tf.cast(tf.reduce_sum(
-      tf.cast(tf.equal(m, value), tf.uint8), 1), tf.int32))
+  return _blocks.count_per_row(rows, lambda m: tf.equal(m, value))
 
 
 def _select_int32(blocks, k):
@@ -148,12 +105,13 @@ def _select_int32(blocks, k):
   digits = [tf.bitwise.right_shift(block, _LOW) for block in blocks]
   bin_, rank, count = _pick(_histogram(digits, 1 << _HIGH), k)
   low_mask = (1 << _LOW) - 1
-  counting = _Rows(blocks, _COUNT_ROW, -2)
+  counting = _blocks.Rows(blocks, _blocks.COUNT_ROW, -2)
 
   def small_bin():
     rows, keys = [], []
-    for (first, digit), (_, key) in zip(_Rows(digits, _FIND_ROW, -2).parts,
-                                        _Rows(blocks, _FIND_ROW, -2).parts):
+    digit_rows = _blocks.Rows(digits, _FIND_ROW, -2).parts
+    key_rows = _blocks.Rows(blocks, _FIND_ROW, -2).parts
+    for (first, digit), (_, key) in zip(digit_rows, key_rows):
       found = tf.cast(tf.where(tf.reduce_any(tf.equal(digit, bin_), 1))[:, 0],
                       tf.int32)
       rows.append(first + found)
@@ -233,7 +191,7 @@ def _select_any(key, k):
     ties = tf.cast(tf.equal(key, prefix), tf.int32)
     last = tf.reduce_sum(tf.cast(tf.cumsum(ties) < rank, tf.int32))
   else:
-    counting = _Rows([key], _COUNT_ROW, -2)
+    counting = _blocks.Rows([key], _blocks.COUNT_ROW, -2)
     last = _nth_true_in_rows(counting, lambda m: tf.equal(m, prefix),
                              _count_equal(counting, prefix), rank)
   return prefix, count, rank, last
