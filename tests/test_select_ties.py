@@ -14,7 +14,7 @@ import tensorflow.compat.v1 as tf
 
 import np_reference
 import tf1prune
-from tf1prune.masks import _blocks, _select, magnitude_mask
+from tf1prune.masks import _blocks, _radix, _select, magnitude_mask
 
 SPARSITIES = [0.0, 0.3, 0.5, 0.75, 0.9, 0.97, 0.999, 1.0]
 
@@ -117,6 +117,25 @@ def test_a_large_bin_of_distinct_values():
   w = np.concatenate([bits.astype(np.int32).view(np.float32),
                       np.abs(_normal([20000], seed=6))])
   _check(np.random.RandomState(7).permutation(w).reshape([400, 250]))
+
+
+def test_the_histograms_put_every_int32_key_in_its_bin():
+  # HistogramFixedWidth divides in double: check the keys on both sides of
+  # every border of the 2**15-key bins, and every key around one bin.
+  borders = np.arange(1 << 16, dtype=np.int64) << 15
+  with tf.Graph().as_default(), tf.Session() as sess:
+    for offset in (-1, 0, 1, (1 << 15) - 1):
+      keys = np.clip(borders + offset, 0, 2**31 - 1).astype(np.int32)
+      got = sess.run(_radix._histogram(_blocks.split(tf.constant(keys)), 0,
+                                       1 << 16, 15))
+      np.testing.assert_array_equal(
+          got, np.bincount(keys >> 15, minlength=1 << 16), str(offset))
+    for low in (int(borders[1]), int(borders[12345]), int(borders[-1])):
+      keys = np.arange(low - 3, min(low + (1 << 15) + 3, 2**31))
+      got = sess.run(_radix._histogram(
+          _blocks.split(tf.constant(keys.astype(np.int32))), low, 1 << 15, 0))
+      np.testing.assert_array_equal(got, np.bincount(
+          np.clip(keys - low, 0, (1 << 15) - 1), minlength=1 << 15), str(low))
 
 
 def test_a_large_tied_bin_that_the_sample_misses():

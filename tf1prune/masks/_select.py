@@ -132,7 +132,7 @@ def magnitude_mask(scores, sparsity, name=None):
       flat, t_bits = _top_k_select(
           tf.concat(bits, 0) if isinstance(bits, list) else bits, keep)
     else:
-      t_bits, _, need, last = select_keys(bits, tf.maximum(keep, 1))
+      t_bits, need, last = select_keys(bits, tf.maximum(keep, 1))
       # keep == 0: take no tie and nothing above the maximum.
       need = tf.where_v2(keep > 0, need, 0 * need)
       last = tf.where_v2(keep > 0, last, -1 + 0 * last)
