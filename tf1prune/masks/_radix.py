@@ -36,7 +36,7 @@ select with `Bincount`s (the raw op: `tf.math.bincount` adds a `reduce_max`
 pass).
 
 Every pass runs block by block, over slices of at most `_blocks.BLOCK` keys
-(8 MB), and only the bool mask is written at full size (`_blocks` says why).
+(4 MB), and only the bool mask is written at full size (`_blocks` says why).
 """
 
 import tensorflow.compat.v1 as tf
