@@ -13,6 +13,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
+from tf1prune import pruning
 from tf1prune.spec import validate_hparams
 
 
@@ -275,13 +276,17 @@ def test_a_few_nan_and_inf_weights_are_kept_and_the_threshold_is_finite(
           'mask update step 100') in err
 
 
+@pytest.mark.parametrize('by_arithmetic', [False, True],
+                         ids=['finite_flags', 'int32_arithmetic'])
 @pytest.mark.parametrize('block', [None, 32768],
                          ids=['one_block', 'blocks_of_32768'])
 def test_the_warning_counts_every_nan_and_inf_of_a_real_kernel(
-    capfd, monkeypatch, block):
+    capfd, monkeypatch, block, by_arithmetic):
   if block:
     from tf1prune.masks import _blocks
     monkeypatch.setattr(_blocks, 'BLOCK', block)
+  # Both ways of counting, on both stacks (each stack uses one of them).
+  monkeypatch.setattr(pruning, '_COUNT_BY_ARITHMETIC', by_arithmetic)
   # A glorot-initialized kernel of 83808 entries: 654 rows of 128, then a
   # tail of 96 whose last 5 are -inf and the others finite.
   with tf.Graph().as_default():
@@ -293,6 +298,12 @@ def test_the_warning_counts_every_nan_and_inf_of_a_real_kernel(
   rows = flat.size // 128 * 128
   flat[rs.choice(rows, 700, replace=False)] = np.nan
   flat[rs.choice(rows, 300, replace=False)] = np.inf
+  # The bit patterns at the borders: the largest finite floats and the
+  # smallest denormal (finite), NaNs of either sign and any payload.
+  bits = flat.view(np.uint32)
+  bits[rs.choice(rows, 8, replace=False)] = [
+      0x7F7FFFFF, 0xFF7FFFFF, 0x00000001, 0x80000001,
+      0x7F800001, 0x7FFFFFFF, 0xFFC00000, 0xFFFFFFFF]
   flat[-5:] = -np.inf
   expected = int(np.sum(~np.isfinite(flat)))
   _prune_once(values, 'target_sparsity=0.5,sparsity_function_end_step=10')
