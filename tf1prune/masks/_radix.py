@@ -20,8 +20,9 @@ int32 keys (float32 scores), for a static size n:
    rank inside it, its size c.
 2. A small boundary bin (c * 16 <= max(n / 10, 2**16)): the rows of 16 flat
    positions holding a member are found with two compares (the bin's range
-   of keys) and a row `reduce_any`; only they are gathered, and a 2**15-bin histogram of their
-   members' low bits gives t; the ties are all among the gathered rows.
+   of keys) and a row `reduce_any`; only they are gathered, and a 2**15-bin
+   histogram of their members' low bits gives t; the ties are all among the
+   gathered rows.
 3. A large bin: a strided sample (~4096 keys) proposes a member's value v,
    and one pass counts, per row of 128, the keys equal to v. If they are all
    c members, t = v and those counts place the ties. Otherwise (a large bin
