@@ -121,7 +121,7 @@ def test_a_large_bin_of_distinct_values():
 
 def test_the_histograms_put_every_int32_key_in_its_bin():
   # HistogramFixedWidth divides in double: check the keys on both sides of
-  # every border of the 2**15-key bins, and every key around one bin.
+  # every border of the 2**15-key bins, and every key around three bins.
   borders = np.arange(1 << 16, dtype=np.int64) << 15
   with tf.Graph().as_default(), tf.Session() as sess:
     for offset in (-1, 0, 1, (1 << 15) - 1):
