@@ -122,20 +122,21 @@ def _select_int32(blocks, k):
   low_mask = (1 << _LOW) - 1
   counting = _blocks.Rows(blocks, _blocks.COUNT_ROW, -2)
 
+  def in_bin(keys):
+    return tf.logical_and(keys >= inside, keys <= inside + low_mask)
+
   def small_bin():
     rows, keys = [], []
     for first, key in _blocks.Rows(blocks, _FIND_ROW, -1).parts:
-      member = tf.logical_and(key >= inside, key <= inside + low_mask)
-      found = tf.cast(tf.where(tf.reduce_any(member, 1))[:, 0], tf.int32)
+      found = tf.cast(tf.where(tf.reduce_any(in_bin(key), 1))[:, 0], tf.int32)
       rows.append(first + found)
       keys.append(tf.gather(key, found))
     rows, keys = (rows[0], keys[0]) if len(rows) == 1 else (
         tf.concat(rows, 0), tf.concat(keys, 0))
-    member = tf.equal(tf.bitwise.right_shift(keys, _LOW), bin_)
-    low = tf.where_v2(member, tf.bitwise.bitwise_and(keys, low_mask),
+    low = tf.where_v2(in_bin(keys), tf.bitwise.bitwise_and(keys, low_mask),
                       1 << _LOW)
     low_bin, need, _ = _pick(_bincount(low, 1 << _LOW), rank)
-    t = tf.bitwise.bitwise_or(tf.bitwise.left_shift(bin_, _LOW), low_bin)
+    t = tf.bitwise.bitwise_or(inside, low_bin)
     ties = tf.equal(keys, t)
     per_row = tf.cast(tf.reduce_sum(tf.cast(ties, tf.uint8), 1), tf.int32)
     before = tf.cumsum(per_row, exclusive=True)
