@@ -276,17 +276,32 @@ def test_a_few_nan_and_inf_weights_are_kept_and_the_threshold_is_finite(
           'mask update step 100') in err
 
 
-@pytest.mark.parametrize('by_arithmetic', [False, True],
-                         ids=['finite_flags', 'int32_arithmetic'])
+def _no_count_pass(weight):
+  raise AssertionError('the exact select had counted the non-finite weights')
+
+
+@pytest.mark.parametrize('how,dtype', [
+    ('select', tf.float32), ('select', tf.float16),
+    ('finite_flags', tf.float32), ('int32_arithmetic', tf.float32),
+    ('blocks', tf.float32)])
 @pytest.mark.parametrize('block', [None, 32768],
                          ids=['one_block', 'blocks_of_32768'])
 def test_the_warning_counts_every_nan_and_inf_of_a_real_kernel(
-    capfd, monkeypatch, block, by_arithmetic):
+    capfd, monkeypatch, block, how, dtype):
   if block:
     from tf1prune.masks import _blocks
     monkeypatch.setattr(_blocks, 'BLOCK', block)
-  # Both ways of counting, on both stacks (each stack uses one of them).
-  monkeypatch.setattr(pruning, '_COUNT_BY_ARITHMETIC', by_arithmetic)
+  # The exact method's select counts on the way (the top bins of its first
+  # histogram), with no pass of its own. The histogram method leaves the
+  # count to the warning, which counts in one of two ways (one per stack):
+  # both are checked on both stacks. So does a select of 2x2 blocks' scores,
+  # whose non-finite count is not the weight's.
+  method = 'histogram' if how in ('finite_flags', 'int32_arithmetic') else (
+      'exact')
+  if how == 'select':
+    monkeypatch.setattr(pruning, '_non_finite_count', _no_count_pass)
+  monkeypatch.setattr(pruning, '_COUNT_BY_ARITHMETIC',
+                      how == 'int32_arithmetic')
   # A glorot-initialized kernel of 83808 entries: 654 rows of 128, then a
   # tail of 96 whose last 5 are -inf and the others finite.
   with tf.Graph().as_default():
@@ -305,8 +320,14 @@ def test_the_warning_counts_every_nan_and_inf_of_a_real_kernel(
       0x7F7FFFFF, 0xFF7FFFFF, 0x00000001, 0x80000001,
       0x7F800001, 0x7FFFFFFF, 0xFFC00000, 0xFFFFFFFF]
   flat[-5:] = -np.inf
-  expected = int(np.sum(~np.isfinite(flat)))
-  _prune_once(values, 'target_sparsity=0.5,sparsity_function_end_step=10')
+  # float16: the largest finite float32 becomes inf, the denormal 0.
+  expected = int(np.sum(~np.isfinite(
+      flat.astype(dtype.as_numpy_dtype, casting='unsafe'))))
+  blocks = ''
+  if how == 'blocks':
+    values, blocks = values.reshape([-1, 97]), ',block_height=2,block_width=2'
+  _prune_once(values, 'target_sparsity=0.5,sparsity_function_end_step=10,'
+              'threshold_method=' + method + blocks, dtype)
   assert ('has %d NaN or Inf entries at mask update step 100' % expected
           in capfd.readouterr().err)
 

@@ -24,7 +24,8 @@ import collections
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.masks import global_masks, histogram_threshold, magnitude_mask
+from tf1prune.masks import global_masks, histogram_threshold
+from tf1prune.masks._select import magnitude_mask_and_count
 
 __all__ = ['MaskUnit', 'compute_masks', 'threshold_selector']
 
@@ -49,13 +50,16 @@ class MaskUnit(collections.namedtuple(
         spec.granularity if granularity is None else granularity)
 
 
-def threshold_selector(selection, old_threshold):
+def threshold_selector(selection, old_threshold, on_count=None):
   """Returns select(scores, sparsity) -> (float32 mask, threshold).
 
   Args:
     selection: a `tf1prune.plan.Selection` (method, decay, nbins).
     old_threshold: float scalar, the last threshold; with `decay` > 0 the new
       one is `decay * old + (1 - decay) * new` (an old +inf is not averaged).
+    on_count: None, or called as on_count(count) with the int32 count of
+      the NaN and infinite scores whenever the exact method counted them on
+      the way (`tf1prune.masks._select.magnitude_mask_and_count`).
   """
   decay = float(selection.decay)
 
@@ -75,7 +79,9 @@ def threshold_selector(selection, old_threshold):
     if selection.method == 'histogram':
       t = smooth(histogram_threshold(scores, sparsity, selection.nbins))
       return keep(scores, t, True), t
-    mask, t = magnitude_mask(scores, sparsity)
+    mask, t, count = magnitude_mask_and_count(scores, sparsity)
+    if count is not None and on_count is not None:
+      on_count(count)
     if decay == 0.0:
       return mask, t
     t = smooth(t)
@@ -91,7 +97,7 @@ def _add(results, unit, mask, threshold):
     results[unit.names[0]] = (mask, threshold)
 
 
-def compute_masks(plan, units, sparsity, sparsity_of):
+def compute_masks(plan, units, sparsity, sparsity_of, non_finite=None):
   """Returns {weight name: (float32 mask, threshold)} of every unit's weights.
 
   Args:
@@ -102,6 +108,10 @@ def compute_masks(plan, units, sparsity, sparsity_of):
     sparsity_of: `WeightSpec` -> the sparsity of a unit ranked alone
       (`plan.sparsity_of`); may be None when every unit is in a group or
       has no target of its own.
+    non_finite: None, or a dict that gets {weight name: int32 count of its
+      NaN and infinite entries} for each weight whose select counted them on
+      the way: a weight ranked alone by the exact method on the magnitudes
+      of its entries (`threshold_selector`, `Granularity.ranks_entries`).
   """
   results = {}
   for members in plan.global_groups(units, lambda u: u.spec.group).values():
@@ -119,10 +129,15 @@ def compute_masks(plan, units, sparsity, sparsity_of):
     coupled = isinstance(unit.weights, (list, tuple))
     own = (sparsity if sparsity_of is None or unit.spec.target_sparsity is None
            else sparsity_of(unit.spec))
+    counts = []
     with tf.name_scope(unit.names[0] + ('_coupled_pruning_ops' if coupled
                                         else '_pruning_ops')):
       mask, threshold = unit.granularity.compute_mask(
-          unit.weights, own,
-          threshold_selector(plan.selection, unit.threshold))
+          unit.weights, own, threshold_selector(
+              plan.selection, unit.threshold,
+              counts.append))
     _add(results, unit, mask, threshold)
+    if (non_finite is not None and not coupled and len(counts) == 1 and
+        unit.granularity.ranks_entries(unit.weights.shape.as_list())):
+      non_finite[unit.names[0]] = counts[0]
   return results

@@ -84,25 +84,28 @@ def _non_finite_count(weight):
   return tf.size(flat, out_type=tf.int32) - finite
 
 
-def _non_finite_warning(record, step):
+def _non_finite_warning(record, step, count=None):
   """Returns an op that prints a warning if `record.weight` has NaN or Inf.
 
-  One reduce_sum pass over the weight, in its own dtype (a cast would write
-  a full-size copy). Only when the sum is not finite, the exact count
-  (`_non_finite_count`); and the message (to stderr, from the process that
-  runs the op) only when that count is not 0, since a float16 sum can
-  overflow with every entry finite.
+  The message goes to stderr, from the process that runs the op. `count`:
+  the int32 count of the weight's NaN and infinite entries if its mask's
+  select made it on the way (`compute_masks`), so the check costs nothing.
+  Otherwise one reduce_sum pass over the weight, in its own dtype (a cast
+  would write a full-size copy), and only when the sum is not finite, the
+  exact count (`_non_finite_count`): a float16 sum can overflow with every
+  entry finite.
   """
-  weight = record.weight
-
-  def warn():
-    count = _non_finite_count(weight)
+  def warn(count):
     return tf.cond(count > 0, lambda: tf.print(
         'tf1prune WARNING: weight', record.name, 'has', count, 'NaN or Inf '
         'entries at mask update step', step, '; they rank above every finite '
-        'weight and stay in the mask.', output_stream=sys.stderr), tf.no_op)
+        'weight and stay in the mask.', output_stream=sys.stderr), tf.no_op,
+                   name='non_finite_warning')
 
-  return tf.cond(tf.is_finite(tf.reduce_sum(weight)), tf.no_op, warn,
+  if count is not None:
+    return warn(count)
+  return tf.cond(tf.is_finite(tf.reduce_sum(record.weight)), tf.no_op,
+                 lambda: warn(_non_finite_count(record.weight)),
                  name='non_finite_warning')
 
 
@@ -318,8 +321,9 @@ class Pruning(object):
         [m.units for m in item.group.members], item.group.num_units,
         _coupled_pruning.locked_units(item))
 
-  def _masks(self, plain, coupled):
-    """Returns {weight name: (mask, threshold)}: the plan's masks as tensors."""
+  def _masks(self, plain, coupled, non_finite):
+    """Returns {weight name: (mask, threshold)}: the plan's masks as tensors;
+    `non_finite` gets the counts the selects made (`compute_masks`)."""
     units = [MaskUnit([t.record.name], t.record.weight, t.record.threshold,
                       t.spec) for t in plain]
     units += [MaskUnit([t.record.name for t in item.targets],
@@ -331,18 +335,21 @@ class Pruning(object):
       if not members:
         tf.logging.warning('global_pruning_groups entry %r matches no prunable '
                            'weight', pattern)
-    return compute_masks(self._plan, units, self._sparsity, self._sparsity_for)
+    return compute_masks(self._plan, units, self._sparsity, self._sparsity_for,
+                         non_finite)
 
   def _mask_assign_ops(self, prunable):
     """Returns the assign ops of the masks and thresholds of `prunable`."""
     plain, coupled = prunable
-    masks = self._masks(plain, coupled)
+    non_finite = {}
+    masks = self._masks(plain, coupled, non_finite)
     ops = []
     for target in plain + [t for item in coupled for t in item.targets]:
       record = target.record
       mask, threshold = masks[record.name]
       with tf.name_scope(record.name + '_mask_assign'):
-        ops.append(_non_finite_warning(record, self._global_step))
+        ops.append(_non_finite_warning(record, self._global_step,
+                                       non_finite.get(record.name)))
         ops.append(tf.assign(record.threshold, tf.cast(
             threshold, record.threshold.dtype.base_dtype)))
         mask = tf.cast(mask, record.mask.dtype.base_dtype)

@@ -36,12 +36,20 @@ class Granularity(object):
     channels of the layer (filters, blocks over every input)."""
     return False
 
+  def ranks_entries(self, shape):
+    """True if `compute_mask` of a weight of `shape` ranks the magnitudes of
+    its entries themselves: one call `select(tf.abs(weight), sparsity)`."""
+    return False
+
 
 class Element(Granularity):
   """Every entry is its own group (the default)."""
 
   def compute_mask(self, weight, sparsity, select):
     return select(tf.abs(weight), sparsity)
+
+  def ranks_entries(self, shape):
+    return True
 
 
 class Block(Granularity):
@@ -80,10 +88,16 @@ class Block(Granularity):
     layout = self._layout(shape)
     return layout is not None and layout[2] == layout[0]
 
+  def ranks_entries(self, shape):
+    """True if the weight is not blockable or the blocks are single entries:
+    then its entries are ranked (`Element`)."""
+    layout = self._layout(shape)
+    return layout is None or layout[2:] == (1, 1)
+
   def compute_mask(self, weight, sparsity, select):
     shape = weight.get_shape().as_list()
     layout = self._layout(shape)
-    if layout is None or layout[2:] == (1, 1):
+    if self.ranks_entries(shape):
       return Element().compute_mask(weight, sparsity, select)
     rows, cols, bh, bw = layout
     nh, nw = -(-rows // bh), -(-cols // bw)

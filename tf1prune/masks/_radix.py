@@ -19,10 +19,10 @@ int32 keys (float32 scores), for a static size n:
 1. One histogram of the high 16 bits of every key: the boundary bin, the
    rank inside it, its size c.
 2. A small boundary bin (c * 16 <= max(n / 10, 2**16)): the rows of 16 flat
-   positions holding a member are found with two compares (the bin's range
-   of keys) and a row `reduce_any`; only they are gathered, and a 2**15-bin
-   histogram of their members' low bits gives t; the ties are all among the
-   gathered rows.
+   positions holding a member are found by a row minimum of the keys XOR the
+   bin's first key (at most 2**15 - 1 exactly for members); only they are
+   gathered, and a 2**15-bin histogram of their members' low bits gives t;
+   the ties are all among the gathered rows.
 3. A large bin: a strided sample (~4096 keys) proposes a member's value v,
    and one pass counts, per row of 128, the keys equal to v. If they are all
    c members, t = v and those counts place the ties. Otherwise (a large bin
@@ -44,7 +44,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1prune.masks import _blocks
 
-__all__ = ['select_keys', 'top_k_mask']
+__all__ = ['count_non_finite', 'key_histogram', 'select_keys', 'top_k_mask']
 
 _HIGH = 16            # bits of the first histogram (of 31 used)
 _LOW = 15             # bits of the second
@@ -114,27 +114,45 @@ def _count_equal(rows, value):
   return _blocks.count_per_row(rows, lambda m: tf.equal(m, value))
 
 
-def _select_int32(blocks, k):
+def key_histogram(blocks):
+  """The first histogram of the int32 select: int32 counts of the high 16
+  bits (of 31) of the keys of `blocks`, a list of 1-D int32 blocks."""
+  return _histogram(blocks, 0, 1 << _HIGH, _LOW)
+
+
+def count_non_finite(high):
+  """How many keys of the `key_histogram` `high` are bit patterns of NaN or
+  infinite floats (>= 0x7F800000): the counts of its top 256 bins."""
+  return tf.reduce_sum(high[0x7F800000 >> _LOW:])
+
+
+def _select_int32(blocks, k, high):
   n = sum(_size(block) for block in blocks)
-  high = _histogram(blocks, 0, 1 << _HIGH, _LOW)
+  high = key_histogram(blocks) if high is None else high
   bin_, rank, count = _pick(high, k)
   inside = tf.bitwise.left_shift(bin_, _LOW)   # the bin's first key
   low_mask = (1 << _LOW) - 1
   counting = _blocks.Rows(blocks, _blocks.COUNT_ROW, -2)
 
-  def in_bin(keys):
-    return tf.logical_and(keys >= inside, keys <= inside + low_mask)
+  def offset(keys):
+    # The low bits of a key in the bin, more than low_mask for any other key
+    # (the low bits of `inside` are 0, and keys are >= 0): one op, where a
+    # test of the bin's range takes two compares and a logical_and.
+    return tf.bitwise.bitwise_xor(keys, inside)
 
   def small_bin():
     rows, keys = [], []
-    for first, key in _blocks.Rows(blocks, _FIND_ROW, -1).parts:
-      found = tf.cast(tf.where(tf.reduce_any(in_bin(key), 1))[:, 0], tf.int32)
+    # The last block's partial row is padded with a key of another bin.
+    other = tf.bitwise.bitwise_xor(inside, 1 << 30)
+    for first, key in _blocks.Rows(blocks, _FIND_ROW, other).parts:
+      holds = tf.reduce_min(offset(key), 1) <= low_mask
+      found = tf.cast(tf.where(holds)[:, 0], tf.int32)
       rows.append(first + found)
       keys.append(tf.gather(key, found))
     rows, keys = (rows[0], keys[0]) if len(rows) == 1 else (
         tf.concat(rows, 0), tf.concat(keys, 0))
-    low = tf.where_v2(in_bin(keys), tf.bitwise.bitwise_and(keys, low_mask),
-                      1 << _LOW)
+    # Keys outside the bin go to bin 2**_LOW, which the Bincount leaves out.
+    low = tf.minimum(offset(keys), 1 << _LOW)
     low_bin, need, _ = _pick(_bincount(low, 1 << _LOW), rank)
     t = tf.bitwise.bitwise_or(inside, low_bin)
     ties = tf.equal(keys, t)
@@ -149,8 +167,7 @@ def _select_int32(blocks, k):
     stride = max(1, n // _SAMPLE)
     sample = [block[::stride] for block in blocks]
     sample = sample[0] if len(sample) == 1 else tf.concat(sample, 0)
-    members = tf.equal(tf.bitwise.right_shift(sample, _LOW), bin_)
-    guess = tf.reduce_max(tf.where_v2(members, sample, -1))
+    guess = tf.reduce_max(tf.where_v2(offset(sample) <= low_mask, sample, -1))
     per_row = _count_equal(counting, guess)
 
     def one_value():
@@ -213,7 +230,7 @@ def _select_any(key, k):
   return prefix, rank, last
 
 
-def select_keys(keys, k):
+def select_keys(keys, k, high=None):
   """The k-th largest of the flat non-negative int keys and where its ties are.
 
   Args:
@@ -221,6 +238,8 @@ def select_keys(keys, k):
       or the int32 keys of a static size as a list of 1-D blocks in order
       (`_blocks.split`).
     k: int32 scalar tensor, 1 <= k <= number of keys.
+    high: for a list of blocks, their `key_histogram` if the caller made it
+      (for `count_non_finite`); else None.
 
   Returns:
     (t, need, last): the k-th largest key (the keys' dtype); int32 count of
@@ -228,9 +247,9 @@ def select_keys(keys, k):
     need-th key equal to t.
   """
   if isinstance(keys, (list, tuple)):
-    return _select_int32(list(keys), k)
+    return _select_int32(list(keys), k, high)
   if keys.dtype == tf.int32 and keys.get_shape().num_elements() is not None:
-    return _select_int32(_blocks.split(keys), k)
+    return _select_int32(_blocks.split(keys), k, high)
   return _select_any(keys, k)
 
 

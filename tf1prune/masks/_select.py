@@ -42,9 +42,11 @@ histogram method leaves non-finite scores out of its histogram and keeps them.
 import tensorflow.compat.v1 as tf
 
 from tf1prune.masks import _blocks
-from tf1prune.masks._radix import select_keys, top_k_mask
+from tf1prune.masks._radix import (count_non_finite, key_histogram,
+                                   select_keys, top_k_mask)
 
-__all__ = ['keep_count', 'kth_largest', 'magnitude_mask', 'histogram_threshold']
+__all__ = ['keep_count', 'kth_largest', 'magnitude_mask',
+           'magnitude_mask_and_count', 'histogram_threshold']
 
 _INF = float('inf')
 # Up to this many scores the exact select is one `top_k` of the keys, which
@@ -123,16 +125,33 @@ def magnitude_mask(scores, sparsity, name=None):
     threshold: float32 scalar, the smallest kept score; +inf if none is kept
       or every kept score is NaN or +inf (never NaN).
   """
+  return magnitude_mask_and_count(scores, sparsity, name)[:2]
+
+
+def magnitude_mask_and_count(scores, sparsity, name=None):
+  """`magnitude_mask`, and the int32 count of the NaN and infinite scores
+  when the select counted them on the way, else None.
+
+  The select of float32, float16 or bfloat16 scores of a static size above
+  `_TOP_K_MAX` starts with a histogram of the high bits of every score
+  (`_radix.key_histogram`); its top 256 bins hold exactly the non-finite
+  scores, so the count costs no pass over the scores.
+  """
   with tf.name_scope(name, 'magnitude_mask', [scores, sparsity]):
     scores = tf.convert_to_tensor(scores)
     bits = _as_ordered_bits(scores)
     n = scores.shape.num_elements()
     keep = keep_count(tf.size(scores) if n is None else n, sparsity)
+    non_finite = None
     if n is not None and n <= _TOP_K_MAX:
       flat, t_bits = _top_k_select(
           tf.concat(bits, 0) if isinstance(bits, list) else bits, keep)
     else:
-      t_bits, need, last = select_keys(bits, tf.maximum(keep, 1))
+      high = None
+      if isinstance(bits, list):
+        high = key_histogram(bits)
+        non_finite = count_non_finite(high)
+      t_bits, need, last = select_keys(bits, tf.maximum(keep, 1), high)
       # keep == 0: take no tie and nothing above the maximum.
       need = tf.where_v2(keep > 0, need, 0 * need)
       last = tf.where_v2(keep > 0, last, -1 + 0 * last)
@@ -145,7 +164,7 @@ def magnitude_mask(scores, sparsity, name=None):
     threshold = tf.where_v2(tf.logical_and(keep > 0,
                                            tf.logical_not(tf.is_nan(threshold))),
                             threshold, _INF)
-    return mask, threshold
+    return mask, threshold, non_finite
 
 
 def _top_k_select(bits, keep):
