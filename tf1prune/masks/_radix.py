@@ -32,10 +32,10 @@ int32 keys (float32 scores), for a static size n:
 So the work is a fixed number of passes whatever the distribution: no sort,
 no cumulative sum or gather of size n. The first histogram also counts the
 NaN and infinite scores (`count_non_finite`), for `Pruning`'s warning. The
-histograms of all keys are `HistogramFixedWidth`s (`_histogram` says why). int64 keys (float64 scores),
-or a size unknown when the graph is built, take a plain four-level radix
-select with `Bincount`s (the raw op: `tf.math.bincount` adds a `reduce_max`
-pass).
+histograms of all keys are `HistogramFixedWidth`s (`_histogram` says why).
+int64 keys (float64 scores), or a size unknown when the graph is built, take
+a plain four-level radix select with `Bincount`s (the raw op:
+`tf.math.bincount` adds a `reduce_max` pass).
 
 Every pass runs block by block, over slices of at most `_blocks.BLOCK` keys
 (4 MB), and only the bool mask is written at full size (`_blocks` says why).
