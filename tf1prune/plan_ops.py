@@ -132,10 +132,9 @@ def compute_masks(plan, units, sparsity, sparsity_of, non_finite=None):
     counts = []
     with tf.name_scope(unit.names[0] + ('_coupled_pruning_ops' if coupled
                                         else '_pruning_ops')):
-      mask, threshold = unit.granularity.compute_mask(
-          unit.weights, own, threshold_selector(
-              plan.selection, unit.threshold,
-              counts.append))
+      select = threshold_selector(plan.selection, unit.threshold,
+                                  counts.append)
+      mask, threshold = unit.granularity.compute_mask(unit.weights, own, select)
     _add(results, unit, mask, threshold)
     if (non_finite is not None and not coupled and len(counts) == 1 and
         unit.granularity.ranks_entries(unit.weights.shape.as_list())):
