@@ -296,8 +296,7 @@ def test_the_warning_counts_every_nan_and_inf_of_a_real_kernel(
   # count to the warning, which counts in one of two ways (one per stack):
   # both are checked on both stacks. So does a select of 2x2 blocks' scores,
   # whose non-finite count is not the weight's.
-  method = 'histogram' if how in ('finite_flags', 'int32_arithmetic') else (
-      'exact')
+  method = 'exact' if how in ('select', 'blocks') else 'histogram'
   if how == 'select':
     monkeypatch.setattr(pruning, '_non_finite_count', _no_count_pass)
   monkeypatch.setattr(pruning, '_COUNT_BY_ARITHMETIC',

@@ -96,10 +96,9 @@ class Block(Granularity):
 
   def compute_mask(self, weight, sparsity, select):
     shape = weight.get_shape().as_list()
-    layout = self._layout(shape)
     if self.ranks_entries(shape):
       return Element().compute_mask(weight, sparsity, select)
-    rows, cols, bh, bw = layout
+    rows, cols, bh, bw = self._layout(shape)
     nh, nw = -(-rows // bh), -(-cols // bw)
     magnitudes = tf.abs(tf.reshape(weight, [rows, cols]))
     padded = tf.pad(magnitudes, [[0, nh * bh - rows], [0, nw * bw - cols]])
