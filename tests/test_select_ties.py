@@ -138,6 +138,31 @@ def test_the_histograms_put_every_int32_key_in_its_bin():
           np.clip(keys - low, 0, (1 << 15) - 1), minlength=1 << 15), str(low))
 
 
+@pytest.mark.parametrize('size', [1, 7, 512, 513, 1 << 16, 300007])
+def test_the_unit_of_a_rank_is_found_in_long_and_short_counts(size):
+  # Sparse counts (zeros before, between and after the units), as histograms
+  # and per-row tie counts are: one cumsum up to 512 entries, rows above
+  # (two levels at 2**16, three at 300007).
+  rng = np.random.RandomState(size)
+  counts = rng.randint(0, 3, size) * (rng.rand(size) < 0.3)
+  counts[rng.randint(size)] += 1
+  total = int(counts.sum())
+  ranks = sorted({1, min(2, total), total // 3 + 1, max(total - 1, 1), total})
+  with tf.Graph().as_default(), tf.Session() as sess:
+    placeholder = tf.constant(counts.astype(np.int32))
+    rank = tf.placeholder(tf.int32, [])
+    front = _radix._locate(placeholder, rank)
+    top = _radix._locate(placeholder, rank, from_top=True)
+    for r in ranks:
+      got_front, got_top = sess.run([front, top], {rank: r})
+      before = np.cumsum(counts) - counts
+      i = int(np.argmax(before + counts >= r))
+      assert tuple(got_front) == (i, r - before[i]), r
+      above = np.cumsum(counts[::-1])[::-1] - counts
+      j = size - 1 - int(np.argmax((above + counts)[::-1] >= r))
+      assert tuple(got_top) == (j, r - above[j]), r
+
+
 def test_a_large_tied_bin_that_the_sample_misses():
   # Every 32nd position (where a strided sample looks) holds a smaller value.
   w = np.full([256, 512], 0.5, np.float32)

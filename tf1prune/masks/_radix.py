@@ -52,6 +52,7 @@ _LOW = 15             # bits of the second
 _FIND_ROW = 16        # flat positions per row when locating the boundary bin
 _ALIGN = 16           # slices start at multiples of 16 keys (64 bytes)
 _SAMPLE = 4096
+_SCAN = 512           # counts scanned by one cumsum (`_locate`)
 
 
 def _size(block):
@@ -86,27 +87,61 @@ def _histogram(blocks, low, bins, width):
   return counts[0] if len(counts) == 1 else tf.add_n(counts)
 
 
+def _locate(counts, rank, from_top=False):
+  """Where the rank-th unit of the 1-D int32 `counts` lies, counting from the
+  first entry, or from the last when `from_top`.
+
+  Returns (index, rank inside that entry). Needs 1 <= rank <= sum(counts).
+  A vector longer than `_SCAN` is seen as rows of a power of two entries
+  (zeros pad the last, which moves no unit): the row by its sum, then the
+  entry inside it. Eigen's cumsum takes about 10 ns an entry on one thread:
+  0.7-1.3 ms over the 2**16 bins of `key_histogram`, more than the
+  histogram's own pass over a weight of 10**5 entries.
+  """
+  n = counts.shape.num_elements()
+  if n is None or n <= _SCAN:
+    if from_top:
+      at_least = tf.cumsum(counts, reverse=True)
+      index = tf.reduce_sum(tf.cast(at_least >= rank, tf.int32)) - 1
+      return index, rank - (at_least[index] - counts[index])
+    before = tf.cumsum(counts, exclusive=True)
+    index = tf.reduce_sum(tf.cast(before < rank, tf.int32)) - 1
+    return index, rank - before[index]
+  width = 1 << ((n - 1).bit_length() + 1) // 2    # width**2 >= n
+  rows = -(-n // width)
+  if rows * width > n:
+    counts = tf.concat([counts, tf.zeros([rows * width - n], counts.dtype)], 0)
+  matrix = tf.reshape(counts, [rows, width])
+  row, rank = _locate(tf.reduce_sum(matrix, 1), rank, from_top)
+  col, rank = _locate(matrix[row], rank, from_top)
+  return row * width + col, rank
+
+
 def _pick(counts, rank):
   """The bin holding the `rank`-th largest, counting from the top bin.
 
   Returns (bin, rank inside the bin, count of the bin).
   """
-  at_least = tf.cumsum(counts, reverse=True)
-  chosen = tf.reduce_sum(tf.cast(at_least >= rank, tf.int32)) - 1
-  count = counts[chosen]
-  return chosen, rank - (at_least[chosen] - count), count
+  chosen, inside = _locate(counts, rank, from_top=True)
+  return chosen, inside, counts[chosen]
+
+
+def _nth_true(counts, row_hits, need):
+  """(row, column) of the need-th true entry (need >= 1), row by row.
+
+  counts: int32 true entries per row (all rows); row_hits(row) -> the bool
+  vector of that row. Only one row is examined entry by entry.
+  """
+  row, need = _locate(counts, need)
+  one = tf.cast(row_hits(row), tf.int32)
+  return row, tf.reduce_sum(tf.cast(tf.cumsum(one) < need, tf.int32))
 
 
 def _nth_true_in_rows(rows, hits, counts, need):
-  """Flat position of the need-th hit (need >= 1), row by row.
-
-  rows: `_blocks.Rows` of the keys; hits(matrix) -> bool matrix; counts:
-  int32 hits per row (all rows). Only one row is examined entry by entry.
-  """
-  before = tf.cumsum(counts, exclusive=True)
-  row = tf.reduce_sum(tf.cast(before < need, tf.int32)) - 1
-  one = tf.cast(hits(rows.row(row)[None])[0], tf.int32)
-  col = tf.reduce_sum(tf.cast(tf.cumsum(one) < need - before[row], tf.int32))
+  """Flat position of the need-th hit (need >= 1) in `rows`, a
+  `_blocks.Rows` of the keys; hits(matrix) -> bool matrix; counts: int32
+  hits per row."""
+  row, col = _nth_true(counts, lambda i: hits(rows.row(i)[None])[0], need)
   return row * rows.width + col
 
 
@@ -158,10 +193,7 @@ def _select_int32(blocks, k, high):
     t = tf.bitwise.bitwise_or(inside, low_bin)
     ties = tf.equal(keys, t)
     per_row = tf.cast(tf.reduce_sum(tf.cast(ties, tf.uint8), 1), tf.int32)
-    before = tf.cumsum(per_row, exclusive=True)
-    at = tf.reduce_sum(tf.cast(before < need, tf.int32)) - 1
-    col = tf.reduce_sum(tf.cast(
-        tf.cumsum(tf.cast(ties[at], tf.int32)) < need - before[at], tf.int32))
+    at, col = _nth_true(per_row, lambda i: ties[i], need)
     return t, need, rows[at] * _FIND_ROW + col
 
   def large_bin():
