@@ -13,14 +13,21 @@ so `paired_ratio` can take the median of the per-repeat ratios: both sides of
 one ratio saw about the same load.
 """
 
+import math
 import os
 import time
 
 import numpy as np
 
 
-def interleaved_samples(candidates, repeats, warmup=1):
-  """Runs each callable once per repeat, alternating the order.
+def interleaved_samples(candidates, repeats, warmup=1, rounds=1):
+  """Runs each callable `rounds` times per repeat, one round at a time.
+
+  A round runs every candidate once, back to back; the order reverses from
+  one round to the next. A candidate's sample for a repeat is the sum of its
+  `rounds` durations. With rounds > 1, neighbours in the order are
+  interleaved call by call, so both sides of a ratio see the same load
+  more closely than with whole repeats run one after the other.
 
   Returns:
     dict name -> list of `repeats` durations in seconds.
@@ -31,10 +38,13 @@ def interleaved_samples(candidates, repeats, warmup=1):
   samples = {name: [] for name in candidates}
   names = list(candidates)
   for r in range(repeats):
-    for name in (names if r % 2 == 0 else names[::-1]):
-      start = time.perf_counter()
-      candidates[name]()
-      samples[name].append(time.perf_counter() - start)
+    for name in names:
+      samples[name].append(0.0)
+    for i in range(rounds):
+      for name in (names if (r * rounds + i) % 2 == 0 else names[::-1]):
+        start = time.perf_counter()
+        candidates[name]()
+        samples[name][-1] += time.perf_counter() - start
   return samples
 
 
@@ -46,6 +56,30 @@ def paired_ratio(samples, name, base):
 def medians(samples):
   """dict name -> median of its samples."""
   return {name: float(np.median(v)) for name, v in samples.items()}
+
+
+def median_interval(values, level=0.95):
+  """A distribution-free interval for the median of `values`: the order
+  statistics between which the median lies with probability >= `level`
+  when the values are independent draws. Returns (low, high); the whole
+  range when there are too few values for `level`.
+  """
+  x = np.sort(np.asarray(values, dtype=np.float64))
+  n = len(x)
+  # P(fewer than j of n draws lie below the median) = P(Binomial(n, 1/2) < j).
+  below, j = 0.0, 0
+  while j < n and below + _binomial_half(n, j) <= (1.0 - level) / 2:
+    below += _binomial_half(n, j)
+    j += 1
+  if j == 0:
+    return float(x[0]), float(x[-1])
+  return float(x[j - 1]), float(x[n - j])
+
+
+def _binomial_half(n, k):
+  """P(Binomial(n, 1/2) == k)."""
+  ways = math.factorial(n) // (math.factorial(k) * math.factorial(n - k))
+  return ways / 2.0 ** n
 
 
 def load_average():

@@ -66,6 +66,21 @@ def _loaded(data):
   return ''
 
 
+def _repeats(data):
+  """'N repeats of M steps', and in how many processes when more than one."""
+  text = '%d repeats of %d steps' % (data['repeats'], data['steps_per_repeat'])
+  if data.get('processes', 1) > 1:
+    text += ' in %d fresh processes' % data['processes']
+  return text
+
+
+def _interleaving(data):
+  """How a training benchmark interleaved its candidates."""
+  if data.get('interleaving') == 'step by step':
+    return 'interleaved step by step'
+  return 'alternating by blocks of steps'
+
+
 def _verdict(value, target, what, loaded=False):
   if value <= target and loaded:
     return ('**not shown**: %s %.3f <= %.2f, within the noise' % (
@@ -95,13 +110,11 @@ def train_section(quick):
   out.append('CIFAR-10 example CNN, batch %d, constant synthetic input, SGD; '
              'masked graph with the schedule active and a mask update every '
              '%d steps, against the same net without masks, both in one '
-             'process, alternating, %d repeats of %d steps; median step '
-             'times, and the median of the per-repeat ratios (%s). Weights: '
-             '%s.\n' % (ours['batch'], ours['pruning_frequency'],
-                               ours['repeats'], ours['steps_per_repeat'],
-                               _info(ours), ours.get(
-                                   'weights', 'TF initializers (truncated '
-                                   'normal)')))
+             'process, %s, %s; median step times, and the median of the '
+             'per-repeat ratios (%s). Weights: %s.\n' % (
+                 ours['batch'], ours['pruning_frequency'], _interleaving(ours),
+                 _repeats(ours), _info(ours), ours.get(
+                     'weights', 'TF initializers (truncated normal)')))
   rows = []
   names = [('masked_pruning_hook', 'tf1prune: `PruningHook` in a '
             '`MonitoredSession` (twin: same session, no hook)'),
@@ -110,7 +123,11 @@ def train_section(quick):
            ('masked_old_hook', 'tf1prune: second `session.run` of the '
             'conditional op every step (the hook before issue 17)'),
            ('masked_hook', 'tf1prune: `PruningHook` (second `session.run`)'),
-           ('masked_no_update', 'tf1prune: masked layers, no update op')]
+           ('masked_no_update', 'tf1prune: masked layers, no update op'),
+           ('unmasked_again', 'no pruning: a second unmasked twin (what the '
+            'bench reads when there is nothing to find)'),
+           ('monitored_again', 'no pruning: a second `MonitoredSession` twin '
+            '(the same, for the hook\'s base)')]
   resnet = [_load(n, quick) for n in ('train_overhead_resnet',
                                       'train_overhead_resnet_tf1')]
   for data in [ours, legacy] + resnet:
@@ -121,15 +138,19 @@ def train_section(quick):
       if key not in data['ratio_to_unmasked']:
         continue
       base = data.get('ratio_base', {}).get(key, 'unmasked')
+      base = [base] if isinstance(base, str) else base
       spread = data.get('ratio_spread', {}).get(key)
       quartiles = data.get('ratio_quartiles', {}).get(key)
+      interval = data.get('ratio_median_95', {}).get(key)
       rows.append([label, net + 'TF ' + data['info']['tensorflow'],
                    '%.1f' % (1e3 * data['median_step_seconds'][key]),
-                   '%.1f' % (1e3 * data['median_step_seconds'][base]),
+                   '%.1f' % (1e3 * sum(data['median_step_seconds'][b]
+                                       for b in base) / len(base)),
                    '**%.3f**' % data['ratio_to_unmasked'][key] +
                    (' (%.2f-%.2f' % tuple(spread) if spread else '') +
                    ('; IQR %.3f-%.3f' % tuple(quartiles) if quartiles else '')
-                   + (')' if spread else '')])
+                   + (')' if spread else ''),
+                   '%.3f-%.3f' % tuple(interval) if interval else '-'])
   if keras is not None:
     rows.append(['tfmot: `prune_low_magnitude` + `UpdatePruningStep`',
                  'TF %s, tf-keras %s, tfmot %s' % (
@@ -140,14 +161,22 @@ def train_section(quick):
                  '%.1f' % (1e3 * keras['median_step_seconds']['unpruned']),
                  '**%.3f**' % keras['ratio_pruned_to_unpruned'] +
                  (' (%.2f-%.2f)' % tuple(keras['ratio_spread'])
-                  if 'ratio_spread' in keras else '')])
+                  if 'ratio_spread' in keras else ''), '-'])
   out.append(_table(['pruned training', 'net, stack', 'step (ms)',
-                     'unpruned twin step (ms)',
-                     'ratio (min-max over repeats; interquartile range)'],
+                     'unpruned twin step (ms; the mean of two where two)',
+                     'ratio (min-max over repeats; interquartile range)',
+                     '95% interval of the median'],
                     rows) + '\n')
   if legacy is not None:
-    out.append('TF 1.x rows: %d repeats of %d steps (%s).\n' % (
-        legacy['repeats'], legacy['steps_per_repeat'], _info(legacy)))
+    out.append('TF 1.x rows: %s, %s (%s).\n' % (
+        _repeats(legacy), _interleaving(legacy), _info(legacy)))
+  for data in (ours, legacy):
+    if data is not None and data.get('processes', 1) > 1:
+      out.append('Medians process by process (TF %s): %s.\n' % (
+          data['info']['tensorflow'], '; '.join(
+              '`%s` %s' % (k, ', '.join('%.3f' % x for x in v))
+              for k, v in sorted(data['ratio_per_process'].items())
+              if k != 'unmasked')))
   if keras is not None:
     out.append('tfmot row: %d repeats of %d steps (%s).\n' % (
         keras['repeats'], keras['steps_per_repeat'], _info(keras)))
@@ -171,10 +200,17 @@ def train_section(quick):
     return max(ratios[k] for k in ('masked_same_run', 'masked_hook',
                                    'masked_pruning_hook') if k in ratios)
 
-  def quartiles_of(data):
-    """The widest interquartile range of the two ways, as text, or ''."""
-    spans = [data.get('ratio_quartiles', {}).get(k) for k in (
-        'masked_same_run', 'masked_pruning_hook')]
+  def spread_of(data):
+    """What the spread says of the verdict, as text ('' if nothing)."""
+    keys = [k for k in ('masked_same_run', 'masked_pruning_hook')
+            if k in data['ratio_to_unmasked']]
+    intervals = [data.get('ratio_median_95', {}).get(k) for k in keys]
+    if all(intervals):
+      high = max(i[1] for i in intervals)
+      return ('; the 95%% intervals of both medians end at %.3f at most, '
+              '%s the target' % (high, 'within' if high <= TRAIN_TARGET
+                                 else '**not within**'))
+    spans = [data.get('ratio_quartiles', {}).get(k) for k in keys]
     spans = [q for q in spans if q]
     if not spans:
       return ''
@@ -194,7 +230,7 @@ def train_section(quick):
                    else '', data['info']['tensorflow'],
                    _verdict(worst_of(data), TRAIN_TARGET, 'ratio',
                             bool(_loaded(data))), _loaded(data),
-                   quartiles_of(data)))
+                   spread_of(data)))
   worst = worst_of(ours)
   if keras is not None:
     theirs = keras['ratio_pruned_to_unpruned']

@@ -2,7 +2,7 @@
 
     python -m bench.train_overhead --quick
 
-Builds two graphs in one process, the CIFAR-10 example network
+Builds the graphs in one process, the CIFAR-10 example network
 (`cifar10_example/model.py` via `bench/_cifar_net.py`) on a constant
 `[batch, 24, 24, 3]` input with constant labels (no input pipeline), softmax
 cross entropy and plain SGD:
@@ -23,36 +23,56 @@ draws.
 (`bench/_resnet_net.py`; built where a batch_norm layer is available for both
 twins: TF 1.15 with tf_slim, or a tf1prune that has its own `batch_norm`).
 
-Candidates, alternating inside each repeat (`inner` steps per candidate per
-repeat), each graph in its own session:
+Candidates, each graph in its own session, interleaved step by step: a
+round runs one training step of every candidate, in the order below and then
+reversed, and a repeat is `FREQUENCY` rounds (so one mask update per repeat
+for the ways that run it):
 
+* `masked_no_update`: the masked net, `sess.run(train_op)` alone (the cost of
+  the masks only);
 * `unmasked`: `sess.run(train_op)` on the never-masked twin;
 * `masked_same_run`: `sess.run([train_op, conditional_mask_update_op])`;
-* `masked_old_hook`: `sess.run(train_op)` then `sess.run(conditional op)`,
-  what `PruningHook` did before issue 17 (a second run every step);
-* `masked_no_update`: `sess.run(train_op)` alone (the cost of the masks only);
-* `unmasked_monitored`: the twin in a `tf.train.MonitoredSession`, no hook;
+* `unmasked_again`: the same as `unmasked` on a second never-masked twin;
+* `unmasked_monitored`: a never-masked twin in a `tf.train.MonitoredSession`;
 * `masked_pruning_hook`: the masked net in a `MonitoredSession` with
-  `tf1prune.PruningHook` (no extra run on steps where nothing is due).
+  `tf1prune.PruningHook` (no extra run on steps where nothing is due);
+* `monitored_again`: a second never-masked twin in a `MonitoredSession`.
+
+Each way that runs the update is divided by the mean of the two twins on
+either side of it in the same repeat (`BASES`): `masked_pruning_hook` by the
+monitored ones (both pay the MonitoredSession), the others by the plain ones.
+So the two sides of a ratio run step by step, and no way gains from where it
+sits in the order: with the twins on one side only, `unmasked` ran
+0.6-1.2% slower than its identical twin in every process (one on TF 2.21,
+three on TF 1.15), and the ways compared with it alone looked that much
+cheaper. `unmasked_again` over `unmasked` and `monitored_again`
+over `unmasked_monitored` show what the bench reads when there is nothing
+to find. Side by side on this machine, two twins interleaved step by step
+gave per-repeat ratios within 0.987-1.018 (interquartile range), where
+blocks of 10 steps one after the other gave 7-11 points (TF 2.21, batch 128).
 
 Reported: median step times, and as `ratio_to_unmasked` the median over
-repeats of the per-repeat ratio (each repeat runs every candidate back to
-back, so both sides of a ratio saw the same load; `bench/_paired.py`), with
-the min and max over repeats and the interquartile range as the spread; `masked_pruning_hook` is divided
-by `unmasked_monitored` (both pay the MonitoredSession), the others by
-`unmasked`. Written to bench/results/train_overhead[_resnet][_tf1][_quick].json.
-Target (issue 17): <= 1.01 for the ways that run the update.
+repeats of the per-repeat ratio, with the min and max over repeats, the
+interquartile range, and a 95% interval for the median
+(`bench._paired.median_interval`). `--processes N` runs the repeats in N
+fresh processes, one after the other, and pools them (`run` says why).
+Written to bench/results/train_overhead[_resnet][_tf1][_quick].json.
+Target (issues 17 and 23): <= 1.01 for the ways that run the update.
 """
 
 import argparse
+import json
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 import tf1prune
 from bench import _cifar_net, _resnet_net
-from bench._paired import (interleaved_samples, load_average, medians,
-                           paired_ratio)
+from bench._paired import (interleaved_samples, load_average, median_interval,
+                           medians)
 from bench._timing import write_results
 
 FREQUENCY = 10
@@ -96,46 +116,62 @@ def _monitored(graph, hooks):
         session_creator=tf.train.ChiefSessionCreator(), hooks=hooks)
 
 
-def run(batch, repeats, inner, net='cifar'):
-  """Measures and returns the result dict."""
+# The base of each ratio: the mean of these candidates' times in the same
+# repeat; every other candidate is divided by the two plain unmasked twins.
+BASES = {'unmasked': ['unmasked'], 'unmasked_again': ['unmasked'],
+         'masked_pruning_hook': ['unmasked_monitored', 'monitored_again'],
+         'monitored_again': ['unmasked_monitored']}
+
+
+def _ratios(samples, name, base):
+  """Per-repeat ratios of `name` to the mean of the `base` candidates."""
+  return np.array(samples[name]) / np.mean([samples[b] for b in base], 0)
+
+
+def measure(batch, repeats, inner, net='cifar'):
+  """Builds the graphs, times them; returns the raw samples and parts."""
   dense_graph, dense_train, _, _, dense_init = _build(False, batch, net)
+  again_graph, again_train, _, _, again_init = _build(False, batch, net)
   masked_graph, masked_train, update, pruning, masked_init = _build(True, batch,
                                                                     net)
   with masked_graph.as_default():
     full_update = pruning.mask_update_op()
     noop = tf.no_op()
   dense_sess = tf.Session(graph=dense_graph)
+  again_sess = tf.Session(graph=again_graph)
   masked_sess = tf.Session(graph=masked_graph)
   dense_sess.run(dense_init)
+  again_sess.run(again_init)
   masked_sess.run(masked_init)
   mon_dense_graph, mon_dense_train, _, _, _ = _build(False, batch, net)
+  mon_again_graph, mon_again_train, _, _, _ = _build(False, batch, net)
   mon_graph, mon_train, _, mon_pruning, _ = _build(True, batch, net)
   with mon_graph.as_default():
     hook = tf1prune.PruningHook(mon_pruning)
     mon_step = tf.train.get_global_step()
     mon_last = mon_pruning.last_update_step
   mon_dense = _monitored(mon_dense_graph, [])
+  mon_again = _monitored(mon_again_graph, [])
   mon_masked = _monitored(mon_graph, [hook])
 
-  def steps(fn):
-    def go():
-      for _ in range(inner):
-        fn()
-    return go
-
+  # One training step each, in this order and then reversed: each pruned
+  # way runs between its two unpruned twins (before one in a round, after
+  # it in the next).
   candidates = {
-      'unmasked': steps(lambda: dense_sess.run(dense_train)),
-      'masked_same_run': steps(lambda: masked_sess.run([masked_train, update])),
-      'masked_old_hook': steps(lambda: (masked_sess.run(masked_train),
-                                        masked_sess.run(update))),
-      'masked_no_update': steps(lambda: masked_sess.run(masked_train)),
-      'unmasked_monitored': steps(lambda: mon_dense.run(mon_dense_train)),
-      'masked_pruning_hook': steps(lambda: mon_masked.run(mon_train)),
+      'masked_no_update': lambda: masked_sess.run(masked_train),
+      'unmasked': lambda: dense_sess.run(dense_train),
+      'masked_same_run': lambda: masked_sess.run([masked_train, update]),
+      'unmasked_again': lambda: again_sess.run(again_train),
+      'unmasked_monitored': lambda: mon_dense.run(mon_dense_train),
+      'masked_pruning_hook': lambda: mon_masked.run(mon_train),
+      'monitored_again': lambda: mon_again.run(mon_again_train),
   }
-  samples = interleaved_samples(candidates, repeats=repeats, warmup=1)
+  samples = interleaved_samples(candidates, repeats=repeats, warmup=inner,
+                                rounds=inner)
   hook_final = {'global_step': int(mon_masked.run(mon_step)),
                 'last_mask_update_step': int(mon_masked.run(mon_last))}
   mon_dense.close()
+  mon_again.close()
   mon_masked.close()
   # The parts of the overhead: one unconditional mask update of all five
   # weights, and the conditional op on a step where nothing is due (just
@@ -153,35 +189,82 @@ def run(batch, repeats, inner, net='cifar'):
     last = int(masked_sess.run(pruning.last_update_step))
     global_step = int(masked_sess.run(tf.train.get_global_step()))
   dense_sess.close()
+  again_sess.close()
   masked_sess.close()
+  return {'samples': samples, 'part_seconds': parts,
+          'pruning_hook_final': hook_final,
+          'masked_elements': int(sum(m.shape.num_elements() for m in masks)),
+          'masked_graph_final': {
+              'global_step': global_step, 'last_mask_update_step': last,
+              'schedule_sparsity': target,
+              'mask_sparsities': [float(s) for s in sparsities]}}
+
+
+def _in_processes(batch, repeats, net, processes):
+  """`measure` in `processes` fresh processes, one after the other."""
+  runs = []
+  for i in range(processes):
+    with tempfile.NamedTemporaryFile(suffix='.json') as out:
+      subprocess.check_call([
+          sys.executable, '-m', 'bench.train_overhead', '--batch', str(batch),
+          '--repeats', str(repeats), '--net', net, '--worker_out', out.name])
+      with open(out.name) as f:
+        runs.append(json.load(f))
+    print('process %d of %d done' % (i + 1, processes), flush=True)
+  return runs
+
+
+def run(batch, repeats, inner, net='cifar', processes=1):
+  """Measures and returns the result dict: `repeats` repeats in each of
+  `processes` processes (in this one when 1), pooled.
+
+  Every process builds the graphs anew: where their buffers lie and how
+  their ops share the threads can favour one graph for a whole process
+  (two unmasked twins read 0.992, the 95% interval of the median
+  0.982-1.002, in one process of 41 repeats), so more processes average
+  that out where more repeats cannot.
+  """
+  if processes == 1:
+    runs = [measure(batch, repeats, inner, net)]
+  else:
+    runs = _in_processes(batch, repeats, net, processes)
+  samples = {k: sum((r['samples'][k] for r in runs), []) for k in
+             runs[0]['samples']}
   per_step = {k: v / inner for k, v in medians(samples).items()}
-  bases = {k: 'unmasked_monitored' if k == 'masked_pruning_hook' else 'unmasked'
-           for k in samples}
-  spread, quartiles = {}, {}
-  for k in samples:
-    r = np.array(samples[k]) / np.array(samples[bases[k]])
+  bases = {k: BASES.get(k, ['unmasked', 'unmasked_again']) for k in samples}
+  ratios = {k: _ratios(samples, k, bases[k]) for k in samples}
+  spread, quartiles, intervals, per_process = {}, {}, {}, {}
+  for k, r in ratios.items():
     spread[k] = [float(r.min()), float(r.max())]
     quartiles[k] = [float(np.percentile(r, 25)), float(np.percentile(r, 75))]
+    intervals[k] = list(median_interval(r))
+    per_process[k] = [float(np.median(_ratios(run['samples'], k, bases[k])))
+                      for run in runs]
+  parts = {k: float(np.median([r['part_seconds'][k] for r in runs]))
+           for k in runs[0]['part_seconds']}
+  last = runs[-1]
   return {
-      'net': net, 'batch': batch, 'repeats': repeats,
-      'steps_per_repeat': inner, 'pruning_frequency': FREQUENCY,
+      'net': net, 'batch': batch, 'repeats': repeats * len(runs),
+      'processes': len(runs), 'steps_per_repeat': inner,
+      'pruning_frequency': FREQUENCY,
       'median_step_seconds': per_step,
       'ratio_base': bases,
-      'ratio_to_unmasked': {k: paired_ratio(samples, k, bases[k])
-                            for k in samples},
+      'ratio_to_unmasked': {k: float(np.median(r))
+                            for k, r in ratios.items()},
       'ratio_spread': spread,
       'ratio_quartiles': quartiles,
+      'ratio_median_95': intervals,
+      'ratio_per_process': per_process,
+      'interleaving': 'step by step',
       'weights': 'TF initializers (truncated normal), seed 0',
-      'ratio_of_medians': {k: v / per_step[bases[k]]
+      'ratio_of_medians': {k: v / np.mean([per_step[b] for b in bases[k]])
                            for k, v in per_step.items()},
-      'pruning_hook_final': hook_final,
+      'pruning_hook_final': last['pruning_hook_final'],
       'part_seconds': parts,
-      'masked_elements': int(sum(m.shape.num_elements() for m in masks)),
-      'mask_update_fraction_of_unmasked_step': parts['mask_update_op'] / per_step['unmasked'],
-      'masked_graph_final': {
-          'global_step': global_step, 'last_mask_update_step': last,
-          'schedule_sparsity': target,
-          'mask_sparsities': [float(s) for s in sparsities]},
+      'masked_elements': last['masked_elements'],
+      'mask_update_fraction_of_unmasked_step': (parts['mask_update_op'] /
+                                                per_step['unmasked']),
+      'masked_graph_final': last['masked_graph_final'],
       'target': 1.01,
   }
 
@@ -203,27 +286,44 @@ def main(argv=None):
                       help='the CIFAR-10 example CNN, or a resnet_v1-style '
                       'net with batch norm')
   parser.add_argument('--repeats', type=int, default=21,
-                      help='repeats of the full run (10 steps per candidate '
-                      'each)')
+                      help='repeats per process (%d steps of each candidate, '
+                      'interleaved step by step)' % FREQUENCY)
+  parser.add_argument('--processes', type=int, default=1,
+                      help='run the repeats in this many fresh processes, '
+                      'one after the other, and pool them (each builds the '
+                      'graphs anew)')
+  parser.add_argument('--worker_out', help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
+  if args.worker_out:
+    with open(args.worker_out, 'w') as f:
+      json.dump(measure(args.batch, args.repeats, FREQUENCY, args.net), f)
+    return 0
   if args.net == 'resnet' and not _resnet_net.available():
     print('skipped: no batch_norm layer for both twins on TF %s (tf_slim needs '
           'Keras 2, tf1prune.batch_norm is not there)' % tf.__version__)
     return 0
   load_before = load_average()
   if args.quick:
-    result = run(min(args.batch, 32), repeats=3, inner=10, net=args.net)
+    result = run(min(args.batch, 32), repeats=3, inner=FREQUENCY,
+                 net=args.net)
   else:
-    result = run(args.batch, repeats=args.repeats, inner=10, net=args.net)
+    result = run(args.batch, repeats=args.repeats, inner=FREQUENCY,
+                 net=args.net, processes=args.processes)
   result['load_average_1min'] = [load_before, load_average()]
   print('median step (s): ' + '  '.join(
       '%s %.4f' % kv for kv in sorted(result['median_step_seconds'].items())))
-  print('ratio to unmasked twin [min-max] (25-75%): ' + '  '.join(
-      '%s %.3f [%.2f-%.2f] (%.3f-%.3f)' % ((k, v) + tuple(
-          result['ratio_spread'][k]) + tuple(result['ratio_quartiles'][k]))
-      for k, v in sorted(result['ratio_to_unmasked'].items())))
+  print('ratio to unmasked twin [min-max] (25-75%) {95% for the median}: ' +
+        '  '.join('%s %.3f [%.2f-%.2f] (%.3f-%.3f) {%.3f-%.3f}' % (
+            (k, v) + tuple(result['ratio_spread'][k]) +
+            tuple(result['ratio_quartiles'][k]) +
+            tuple(result['ratio_median_95'][k]))
+                  for k, v in sorted(result['ratio_to_unmasked'].items())))
+  if result['processes'] > 1:
+    print('per process: ' + '  '.join(
+        '%s %s' % (k, ' '.join('%.3f' % x for x in v))
+        for k, v in sorted(result['ratio_per_process'].items())))
   print('load average', result['load_average_1min'],
         'hook run:', result['pruning_hook_final'])
   print('parts (s): ' + '  '.join(
