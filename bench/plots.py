@@ -157,17 +157,23 @@ def plot_train_overhead(quick):
   keras, _ = _load('train_overhead_keras', quick)
   labels, values = [], []
   for key in ('masked_pruning_hook', 'masked_same_run', 'masked_old_hook',
-              'masked_hook', 'masked_no_update'):
+              'masked_hook', 'masked_no_update', 'unmasked_again',
+              'monitored_again'):
     if key in ours['ratio_to_unmasked']:
-      labels.append('tf1prune\n' + key.replace('masked_', '').replace('_', ' '))
+      if key.endswith('_again'):
+        labels.append('no pruning\n' + key.split('_')[0] + ' twin')
+      else:
+        labels.append('tf1prune\n' +
+                      key.replace('masked_', '').replace('_', ' '))
       values.append(ours['ratio_to_unmasked'][key])
-  n_ours = len(values)
+  colors = ['grey' if label.startswith('no pruning') else 'C0'
+            for label in labels]
   if keras is not None:
     labels.append('tfmot\nprune_low_magnitude')
     values.append(keras['ratio_pruned_to_unpruned'])
-  fig, ax = plt.subplots(figsize=(7, 4))
-  bars = ax.bar(range(len(values)), values,
-                color=['C0'] * n_ours + ['C3'] * (len(values) - n_ours))
+    colors.append('C3')
+  fig, ax = plt.subplots(figsize=(8.5, 4))
+  bars = ax.bar(range(len(values)), values, color=colors)
   for bar, value in zip(bars, values):
     ax.text(bar.get_x() + bar.get_width() / 2, value, '%.3f' % value,
             ha='center', va='bottom', fontsize=8)
