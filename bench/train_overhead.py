@@ -47,9 +47,13 @@ sits in the order: with the twins on one side only, `unmasked` ran
 three on TF 1.15), and the ways compared with it alone looked that much
 cheaper. `unmasked_again` over `unmasked` and `monitored_again`
 over `unmasked_monitored` show what the bench reads when there is nothing
-to find. Side by side on this machine, two twins interleaved step by step
-gave per-repeat ratios within 0.987-1.018 (interquartile range), where
-blocks of 10 steps one after the other gave 7-11 points (TF 2.21, batch 128).
+to find. The two ends of the order, `masked_no_update` and
+`monitored_again`, run twice in a row every other round, and a graph run
+right after itself is faster: `monitored_again` read 0.979-0.991 over its
+twin, so the hook's base is, if anything, too fast and its ratio too high.
+Side by side on this machine, two twins interleaved step by step gave
+per-repeat ratios within 0.987-1.018 (interquartile range), where blocks of
+10 steps one after the other gave 7-11 points (TF 2.21, batch 128).
 
 Reported: median step times, and as `ratio_to_unmasked` the median over
 repeats of the per-repeat ratio, with the min and max over repeats, the
@@ -156,7 +160,7 @@ def measure(batch, repeats, inner, net='cifar'):
 
   # One training step each, in this order and then reversed: each pruned
   # way runs between its two unpruned twins (before one in a round, after
-  # it in the next).
+  # it in the next). The two ends run twice in a row every other round.
   candidates = {
       'masked_no_update': lambda: masked_sess.run(masked_train),
       'unmasked': lambda: dense_sess.run(dense_train),
