@@ -77,9 +77,9 @@ def median_interval(values, level=0.95):
 
 
 def _binomial_half(n, k):
-  """P(Binomial(n, 1/2) == k)."""
-  ways = math.factorial(n) // (math.factorial(k) * math.factorial(n - k))
-  return ways / 2.0 ** n
+  """P(Binomial(n, 1/2) == k), in logs (2.0**n overflows past n = 1023)."""
+  return math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) -
+                  math.lgamma(n - k + 1) - n * math.log(2.0))
 
 
 def load_average():

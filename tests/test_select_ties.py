@@ -138,21 +138,21 @@ def test_the_histograms_put_every_int32_key_in_its_bin():
           np.clip(keys - low, 0, (1 << 15) - 1), minlength=1 << 15), str(low))
 
 
-@pytest.mark.parametrize('size', [1, 7, 512, 513, 1 << 16, 300007])
+@pytest.mark.parametrize('size', [1, 7, 512, 513, 1 << 16, 600001])
 def test_the_unit_of_a_rank_is_found_in_long_and_short_counts(size):
   # Sparse counts (zeros before, between and after the units), as histograms
   # and per-row tie counts are: one cumsum up to 512 entries, rows above
-  # (two levels at 2**16, three at 300007).
+  # (two levels at 513 and 2**16, three at 600001: 586 rows of 1024).
   rng = np.random.RandomState(size)
   counts = rng.randint(0, 3, size) * (rng.rand(size) < 0.3)
   counts[rng.randint(size)] += 1
   total = int(counts.sum())
   ranks = sorted({1, min(2, total), total // 3 + 1, max(total - 1, 1), total})
   with tf.Graph().as_default(), tf.Session() as sess:
-    placeholder = tf.constant(counts.astype(np.int32))
+    vector = tf.constant(counts.astype(np.int32))
     rank = tf.placeholder(tf.int32, [])
-    front = _radix._locate(placeholder, rank)
-    top = _radix._locate(placeholder, rank, from_top=True)
+    front = _radix._locate(vector, rank)
+    top = _radix._locate(vector, rank, from_top=True)
     for r in ranks:
       got_front, got_top = sess.run([front, top], {rank: r})
       before = np.cumsum(counts) - counts
