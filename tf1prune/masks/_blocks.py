@@ -18,8 +18,8 @@ same as 2**20, 2**17 slower: more ops), side by side at 1e7, one thread.
 
 import tensorflow.compat.v1 as tf
 
-__all__ = ['BLOCK', 'COUNT_ROW', 'Rows', 'count_per_row', 'row_ranges',
-           'split']
+__all__ = ['BLOCK', 'COUNT_ROW', 'Rows', 'count_per_row', 'count_true',
+           'row_ranges', 'split']
 
 # Entries per block: 4 MB of float32 or int32. A multiple of the row widths
 # used with `Rows` (16 and COUNT_ROW), so only the last block has a partial
@@ -100,7 +100,12 @@ class Rows(object):
 
 def count_per_row(rows, hits):
   """int32 count per row of `rows` (a `Rows`) of the entries where
-  `hits(matrix)` is true: uint8 sums, a quarter of the bytes of an int32
-  cast, so `rows.width` must be at most 255 (`COUNT_ROW`)."""
-  return rows.per_row(lambda m: tf.cast(tf.reduce_sum(
-      tf.cast(hits(m), tf.uint8), 1), tf.int32))
+  `hits(matrix)` is true (`count_true`)."""
+  return rows.per_row(lambda m: count_true(hits(m)))
+
+
+def count_true(flags):
+  """int32 count per row of the true entries of the bool matrix `flags`:
+  uint8 sums, a quarter of the bytes of an int32 cast, so a row holds at
+  most 255 entries (`COUNT_ROW`)."""
+  return tf.cast(tf.reduce_sum(tf.cast(flags, tf.uint8), 1), tf.int32)

@@ -133,8 +133,7 @@ def _nth_true(counts, row_hits, need):
   vector of that row. Only one row is examined entry by entry.
   """
   row, need = _locate(counts, need)
-  one = tf.cast(row_hits(row), tf.int32)
-  return row, tf.reduce_sum(tf.cast(tf.cumsum(one) < need, tf.int32))
+  return row, _locate(tf.cast(row_hits(row), tf.int32), need)[0]
 
 
 def _nth_true_in_rows(rows, hits, counts, need):
@@ -192,8 +191,7 @@ def _select_int32(blocks, k, high):
     low_bin, need, _ = _pick(_bincount(low, 1 << _LOW), rank)
     t = tf.bitwise.bitwise_or(inside, low_bin)
     ties = tf.equal(keys, t)
-    per_row = tf.cast(tf.reduce_sum(tf.cast(ties, tf.uint8), 1), tf.int32)
-    at, col = _nth_true(per_row, lambda i: ties[i], need)
+    at, col = _nth_true(_blocks.count_true(ties), lambda i: ties[i], need)
     return t, need, rows[at] * _FIND_ROW + col
 
   def large_bin():
