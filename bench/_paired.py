@@ -9,8 +9,9 @@
 `bench._timing.interleaved_medians` returns medians; on a machine whose load
 drifts over a run, the ratio of two medians can still carry the drift. Here
 each repeat runs every candidate once, back to back (the order alternating),
-so `paired_ratio` can take the median of the per-repeat ratios: both sides of
-one ratio saw about the same load.
+or `rounds` times, one round at a time, so `paired_ratio` can take the
+median of the per-repeat ratios: both sides of one ratio saw about the same
+load.
 """
 
 import math

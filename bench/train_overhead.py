@@ -132,7 +132,7 @@ def _ratios(samples, name, base):
   return np.array(samples[name]) / np.mean([samples[b] for b in base], 0)
 
 
-def measure(batch, repeats, inner, net='cifar'):
+def measure(batch, repeats, net='cifar'):
   """Builds the graphs, times them; returns the raw samples and parts."""
   dense_graph, dense_train, _, _, dense_init = _build(False, batch, net)
   again_graph, again_train, _, _, again_init = _build(False, batch, net)
@@ -170,8 +170,8 @@ def measure(batch, repeats, inner, net='cifar'):
       'masked_pruning_hook': lambda: mon_masked.run(mon_train),
       'monitored_again': lambda: mon_again.run(mon_again_train),
   }
-  samples = interleaved_samples(candidates, repeats=repeats, warmup=inner,
-                                rounds=inner)
+  samples = interleaved_samples(candidates, repeats=repeats,
+                                warmup=FREQUENCY, rounds=FREQUENCY)
   hook_final = {'global_step': int(mon_masked.run(mon_step)),
                 'last_mask_update_step': int(mon_masked.run(mon_last))}
   mon_dense.close()
@@ -218,7 +218,7 @@ def _in_processes(batch, repeats, net, processes):
   return runs
 
 
-def run(batch, repeats, inner, net='cifar', processes=1):
+def run(batch, repeats, net='cifar', processes=1):
   """Measures and returns the result dict: `repeats` repeats in each of
   `processes` processes (in this one when 1), pooled.
 
@@ -229,12 +229,12 @@ def run(batch, repeats, inner, net='cifar', processes=1):
   that out where more repeats cannot.
   """
   if processes == 1:
-    runs = [measure(batch, repeats, inner, net)]
+    runs = [measure(batch, repeats, net)]
   else:
     runs = _in_processes(batch, repeats, net, processes)
   samples = {k: sum((r['samples'][k] for r in runs), []) for k in
              runs[0]['samples']}
-  per_step = {k: v / inner for k, v in medians(samples).items()}
+  per_step = {k: v / FREQUENCY for k, v in medians(samples).items()}
   bases = {k: BASES.get(k, ['unmasked', 'unmasked_again']) for k in samples}
   ratios = {k: _ratios(samples, k, bases[k]) for k in samples}
   spread, quartiles, intervals, per_process = {}, {}, {}, {}
@@ -249,7 +249,7 @@ def run(batch, repeats, inner, net='cifar', processes=1):
   last = runs[-1]
   return {
       'net': net, 'batch': batch, 'repeats': repeats * len(runs),
-      'processes': len(runs), 'steps_per_repeat': inner,
+      'processes': len(runs), 'steps_per_repeat': FREQUENCY,
       'pruning_frequency': FREQUENCY,
       'median_step_seconds': per_step,
       'ratio_base': bases,
@@ -302,7 +302,7 @@ def main(argv=None):
   tf.logging.set_verbosity(tf.logging.ERROR)
   if args.worker_out:
     with open(args.worker_out, 'w') as f:
-      json.dump(measure(args.batch, args.repeats, FREQUENCY, args.net), f)
+      json.dump(measure(args.batch, args.repeats, args.net), f)
     return 0
   if args.net == 'resnet' and not _resnet_net.available():
     print('skipped: no batch_norm layer for both twins on TF %s (tf_slim needs '
@@ -310,11 +310,10 @@ def main(argv=None):
     return 0
   load_before = load_average()
   if args.quick:
-    result = run(min(args.batch, 32), repeats=3, inner=FREQUENCY,
-                 net=args.net)
+    result = run(min(args.batch, 32), repeats=3, net=args.net)
   else:
-    result = run(args.batch, repeats=args.repeats, inner=FREQUENCY,
-                 net=args.net, processes=args.processes)
+    result = run(args.batch, repeats=args.repeats, net=args.net,
+                 processes=args.processes)
   result['load_average_1min'] = [load_before, load_average()]
   print('median step (s): ' + '  '.join(
       '%s %.4f' % kv for kv in sorted(result['median_step_seconds'].items())))
