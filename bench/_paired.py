@@ -8,10 +8,10 @@
 
 `bench._timing.interleaved_medians` returns medians; on a machine whose load
 drifts over a run, the ratio of two medians can still carry the drift. Here
-each repeat runs every candidate once, back to back (the order alternating),
-or `rounds` times, one round at a time, so `paired_ratio` can take the
-median of the per-repeat ratios: both sides of one ratio saw about the same
-load.
+each repeat runs every candidate once, back to back (the order alternating,
+or fixed with `reverse=False`), or `rounds` times, one round at a time, so
+`paired_ratio` can take the median of the per-repeat ratios: both sides of
+one ratio saw about the same load.
 """
 
 import math
@@ -21,11 +21,13 @@ import time
 import numpy as np
 
 
-def interleaved_samples(candidates, repeats, warmup=1, rounds=1):
+def interleaved_samples(candidates, repeats, warmup=1, rounds=1, reverse=True):
   """Runs each callable `rounds` times per repeat, one round at a time.
 
-  A round runs every candidate once, back to back; the order reverses from
-  one round to the next. A candidate's sample for a repeat is the sum of its
+  A round runs every candidate once, back to back; with `reverse` the order
+  reverses from one round to the next (so the two ends run twice in a row
+  every other round), else every round keeps it (so each candidate always
+  follows the same one). A candidate's sample for a repeat is the sum of its
   `rounds` durations. With rounds > 1, neighbours in the order are
   interleaved call by call, so both sides of a ratio see the same load
   more closely than with whole repeats run one after the other.
@@ -42,7 +44,8 @@ def interleaved_samples(candidates, repeats, warmup=1, rounds=1):
     for name in names:
       samples[name].append(0.0)
     for i in range(rounds):
-      for name in (names if (r * rounds + i) % 2 == 0 else names[::-1]):
+      backwards = reverse and (r * rounds + i) % 2
+      for name in (names[::-1] if backwards else names):
         start = time.perf_counter()
         candidates[name]()
         samples[name][-1] += time.perf_counter() - start

@@ -76,8 +76,11 @@ def _repeats(data):
 
 def _interleaving(data):
   """How a training benchmark interleaved its candidates."""
-  if data.get('interleaving') == 'step by step':
-    return 'interleaved step by step'
+  interleaving = data.get('interleaving')
+  if interleaving == 'step by step, fixed order':
+    return 'interleaved step by step, always in the same order'
+  if interleaving == 'step by step':
+    return 'interleaved step by step, the order reversed every other step'
   return 'alternating by blocks of steps'
 
 

@@ -24,9 +24,9 @@ draws.
 twins: TF 1.15 with tf_slim, or a tf1prune that has its own `batch_norm`).
 
 Candidates, each graph in its own session, interleaved step by step: a
-round runs one training step of every candidate, in the order below and then
-reversed, and a repeat is `FREQUENCY` rounds (so one mask update per repeat
-for the ways that run it):
+round runs one training step of every candidate, in the order below, every
+round in the same order, and a repeat is `FREQUENCY` rounds (so one mask
+update per repeat for the ways that run it):
 
 * `masked_no_update`: the masked net, `sess.run(train_op)` alone (the cost of
   the masks only);
@@ -47,10 +47,10 @@ sits in the order: with the twins on one side only, `unmasked` ran
 three on TF 1.15), and the ways compared with it alone looked that much
 cheaper. `unmasked_again` over `unmasked` and `monitored_again`
 over `unmasked_monitored` show what the bench reads when there is nothing
-to find. The two ends of the order, `masked_no_update` and
-`monitored_again`, run twice in a row every other round, and a graph run
-right after itself is faster: `monitored_again` read 0.979-0.991 over its
-twin, so the hook's base is, if anything, too fast and its ratio too high.
+to find. The order is never reversed: reversed every other round, the two
+ends ran twice in a row, and a graph run right after itself is faster
+(`monitored_again` read 0.979-0.991 over its twin, tenth session). In a
+fixed order no candidate follows itself.
 Side by side on this machine, two twins interleaved step by step gave
 per-repeat ratios within 0.987-1.018 (interquartile range), where blocks of
 10 steps one after the other gave 7-11 points (TF 2.21, batch 128).
@@ -158,9 +158,8 @@ def measure(batch, repeats, net='cifar'):
   mon_again = _monitored(mon_again_graph, [])
   mon_masked = _monitored(mon_graph, [hook])
 
-  # One training step each, in this order and then reversed: each pruned
-  # way runs between its two unpruned twins (before one in a round, after
-  # it in the next). The two ends run twice in a row every other round.
+  # One training step each, always in this order: each pruned way runs
+  # between its two unpruned twins, and no candidate follows itself.
   candidates = {
       'masked_no_update': lambda: masked_sess.run(masked_train),
       'unmasked': lambda: dense_sess.run(dense_train),
@@ -171,7 +170,8 @@ def measure(batch, repeats, net='cifar'):
       'monitored_again': lambda: mon_again.run(mon_again_train),
   }
   samples = interleaved_samples(candidates, repeats=repeats,
-                                warmup=FREQUENCY, rounds=FREQUENCY)
+                                warmup=FREQUENCY, rounds=FREQUENCY,
+                                reverse=False)
   hook_final = {'global_step': int(mon_masked.run(mon_step)),
                 'last_mask_update_step': int(mon_masked.run(mon_last))}
   mon_dense.close()
@@ -259,7 +259,7 @@ def run(batch, repeats, net='cifar', processes=1):
       'ratio_quartiles': quartiles,
       'ratio_median_95': intervals,
       'ratio_per_process': per_process,
-      'interleaving': 'step by step',
+      'interleaving': 'step by step, fixed order',
       'weights': 'TF initializers (truncated normal), seed 0',
       'ratio_of_medians': {k: v / np.mean([per_step[b] for b in bases[k]])
                            for k, v in per_step.items()},

@@ -1,0 +1,58 @@
+"""The interleaving and the median interval the benchmarks report with."""
+
+import fractions
+import math
+
+import numpy as np
+import pytest
+
+from bench._paired import interleaved_samples, median_interval
+
+
+def _calls(reverse, repeats=2, rounds=3):
+  calls = []
+  names = ['a', 'b', 'c']
+  samples = interleaved_samples(
+      {name: (lambda name=name: calls.append(name)) for name in names},
+      repeats=repeats, warmup=0, rounds=rounds, reverse=reverse)
+  assert sorted(samples) == names
+  assert all(len(v) == repeats for v in samples.values())
+  return calls
+
+
+def test_a_fixed_order_repeats_itself_and_no_candidate_follows_itself():
+  calls = _calls(reverse=False)
+  assert calls == ['a', 'b', 'c'] * 6
+  assert all(x != y for x, y in zip(calls, calls[1:]))
+
+
+def test_the_reversing_order_runs_its_ends_twice_in_a_row():
+  calls = _calls(reverse=True)
+  assert calls == ['a', 'b', 'c', 'c', 'b', 'a'] * 3
+  assert ('c', 'c') in zip(calls, calls[1:])
+
+
+def _reference_interval(x, level):
+  """Order statistics x[j-1], x[n-j] with j the most draws that can lie
+  below the median with probability <= (1 - level) / 2, in exact
+  fractions."""
+  x = sorted(x)
+  n = len(x)
+  tail = fractions.Fraction(1 - fractions.Fraction(level).limit_denominator(
+      1000)) / 2
+  below, j = fractions.Fraction(0), 0
+  while j < n:
+    p = fractions.Fraction(math.factorial(n),
+                           math.factorial(j) * math.factorial(n - j) * 2**n)
+    if below + p > tail:
+      break
+    below += p
+    j += 1
+  return (x[0], x[-1]) if j == 0 else (x[j - 1], x[n - j])
+
+
+@pytest.mark.parametrize('n', [1, 5, 6, 9, 12, 36, 101, 1100])
+@pytest.mark.parametrize('level', [0.9, 0.95])
+def test_the_median_interval_is_the_binomial_order_statistics(n, level):
+  values = np.random.RandomState(n).permutation(n).astype(np.float64) / 7
+  assert median_interval(values, level) == _reference_interval(values, level)
