@@ -9,7 +9,7 @@
 `bench._timing.interleaved_medians` returns medians; on a machine whose load
 drifts over a run, the ratio of two medians can still carry the drift. Here
 each repeat runs every candidate once, back to back (the order alternating,
-or fixed with `reverse=False`), or `rounds` times, one round at a time, so
+fixed or shuffled), or `rounds` times, one round at a time, so
 `paired_ratio` can take the median of the per-repeat ratios: both sides of
 one ratio saw about the same load.
 """
@@ -21,34 +21,58 @@ import time
 import numpy as np
 
 
-def interleaved_samples(candidates, repeats, warmup=1, rounds=1, reverse=True):
+ORDERS = ('reverse', 'fixed', 'shuffle')
+
+
+def interleaved_samples(candidates, repeats, warmup=1, rounds=1,
+                        order='reverse', seed=0):
   """Runs each callable `rounds` times per repeat, one round at a time.
 
-  A round runs every candidate once, back to back; with `reverse` the order
-  reverses from one round to the next (so the two ends run twice in a row
-  every other round), else every round keeps it (so each candidate always
-  follows the same one). A candidate's sample for a repeat is the sum of its
-  `rounds` durations. With rounds > 1, neighbours in the order are
-  interleaved call by call, so both sides of a ratio see the same load
-  more closely than with whole repeats run one after the other.
+  A round runs every candidate once, back to back, in an `order` that goes
+  from round to round:
+
+  * 'reverse': the given order, reversed every other round (the two ends
+    run twice in a row every other round);
+  * 'fixed': the given order every round (each candidate always follows the
+    same one);
+  * 'shuffle': a fresh random permutation every round (`seed`), never
+    starting with the candidate the last round ended with, so what runs
+    before and after a candidate varies and no candidate follows itself.
+
+  A candidate's sample for a repeat is the sum of its `rounds` durations.
+  With rounds > 1, candidates are interleaved call by call, so both sides
+  of a ratio see the same load more closely than with whole repeats run one
+  after the other.
 
   Returns:
     dict name -> list of `repeats` durations in seconds.
   """
+  if order not in ORDERS:
+    raise ValueError('order must be one of %s, got %r' % (ORDERS, order))
   for fn in candidates.values():
     for _ in range(warmup):
       fn()
   samples = {name: [] for name in candidates}
   names = list(candidates)
+  rng = np.random.RandomState(seed)
+  last = None
   for r in range(repeats):
     for name in names:
       samples[name].append(0.0)
     for i in range(rounds):
-      backwards = reverse and (r * rounds + i) % 2
-      for name in (names[::-1] if backwards else names):
+      if order == 'shuffle':
+        turn = [names[j] for j in rng.permutation(len(names))]
+        if len(turn) > 1 and turn[0] == last:
+          turn[0], turn[1] = turn[1], turn[0]
+      elif order == 'reverse' and (r * rounds + i) % 2:
+        turn = names[::-1]
+      else:
+        turn = names
+      for name in turn:
         start = time.perf_counter()
         candidates[name]()
         samples[name][-1] += time.perf_counter() - start
+      last = turn[-1]
   return samples
 
 

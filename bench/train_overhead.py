@@ -24,9 +24,10 @@ draws.
 twins: TF 1.15 with tf_slim, or a tf1prune that has its own `batch_norm`).
 
 Candidates, each graph in its own session, interleaved step by step: a
-round runs one training step of every candidate, in the order below, every
-round in the same order, and a repeat is `FREQUENCY` rounds (so one mask
-update per repeat for the ways that run it):
+round runs one training step of every candidate, in a fresh random order
+(`bench._paired.interleaved_samples(order='shuffle')`, seeded by the
+process's number), and a repeat is `FREQUENCY` rounds (so one mask update
+per repeat for the ways that run it):
 
 * `masked_no_update`: the masked net, `sess.run(train_op)` alone (the cost of
   the masks only);
@@ -38,19 +39,17 @@ update per repeat for the ways that run it):
   `tf1prune.PruningHook` (no extra run on steps where nothing is due);
 * `monitored_again`: a second never-masked twin in a `MonitoredSession`.
 
-Each way that runs the update is divided by the mean of the two twins on
-either side of it in the same repeat (`BASES`): `masked_pruning_hook` by the
-monitored ones (both pay the MonitoredSession), the others by the plain ones.
-So the two sides of a ratio run step by step, and no way gains from where it
-sits in the order: with the twins on one side only, `unmasked` ran
-0.6-1.2% slower than its identical twin in every process (one on TF 2.21,
-three on TF 1.15), and the ways compared with it alone looked that much
-cheaper. `unmasked_again` over `unmasked` and `monitored_again`
-over `unmasked_monitored` show what the bench reads when there is nothing
-to find. The order is never reversed: reversed every other round, the two
-ends ran twice in a row, and a graph run right after itself is faster
-(`monitored_again` read 0.979-0.991 over its twin, tenth session). In a
-fixed order no candidate follows itself.
+Each way that runs the update is divided by the mean of its two twins in
+the same repeat (`BASES`): `masked_pruning_hook` by the monitored ones (both
+pay the MonitoredSession), the others by the plain ones.
+`unmasked_again` over `unmasked` and `monitored_again` over
+`unmasked_monitored` show what the bench reads when there is nothing to
+find. Why the order is shuffled: what runs just before a graph changes its
+step time by as much as the effect measured. With the order reversed every
+other round, the two ends ran twice in a row and read up to 2% fast; in one
+fixed order, TF 2.21's same-run way read 1.020 where the reversing order
+had read 1.008 (eleventh session). Shuffled, every candidate has every
+other one before it in turn, so no way keeps a neighbour's effect.
 Side by side on this machine, two twins interleaved step by step gave
 per-repeat ratios within 0.987-1.018 (interquartile range), where blocks of
 10 steps one after the other gave 7-11 points (TF 2.21, batch 128).
@@ -132,8 +131,9 @@ def _ratios(samples, name, base):
   return np.array(samples[name]) / np.mean([samples[b] for b in base], 0)
 
 
-def measure(batch, repeats, net='cifar'):
-  """Builds the graphs, times them; returns the raw samples and parts."""
+def measure(batch, repeats, net='cifar', seed=0):
+  """Builds the graphs, times them in the shuffled order of `seed`; returns
+  the raw samples and parts."""
   dense_graph, dense_train, _, _, dense_init = _build(False, batch, net)
   again_graph, again_train, _, _, again_init = _build(False, batch, net)
   masked_graph, masked_train, update, pruning, masked_init = _build(True, batch,
@@ -158,8 +158,7 @@ def measure(batch, repeats, net='cifar'):
   mon_again = _monitored(mon_again_graph, [])
   mon_masked = _monitored(mon_graph, [hook])
 
-  # One training step each, always in this order: each pruned way runs
-  # between its two unpruned twins, and no candidate follows itself.
+  # One training step each, in a fresh random order every round.
   candidates = {
       'masked_no_update': lambda: masked_sess.run(masked_train),
       'unmasked': lambda: dense_sess.run(dense_train),
@@ -171,7 +170,7 @@ def measure(batch, repeats, net='cifar'):
   }
   samples = interleaved_samples(candidates, repeats=repeats,
                                 warmup=FREQUENCY, rounds=FREQUENCY,
-                                reverse=False)
+                                order='shuffle', seed=seed)
   hook_final = {'global_step': int(mon_masked.run(mon_step)),
                 'last_mask_update_step': int(mon_masked.run(mon_last))}
   mon_dense.close()
@@ -211,7 +210,8 @@ def _in_processes(batch, repeats, net, processes):
     with tempfile.NamedTemporaryFile(suffix='.json') as out:
       subprocess.check_call([
           sys.executable, '-m', 'bench.train_overhead', '--batch', str(batch),
-          '--repeats', str(repeats), '--net', net, '--worker_out', out.name])
+          '--repeats', str(repeats), '--net', net, '--worker_out', out.name,
+          '--worker_seed', str(i)])
       with open(out.name) as f:
         runs.append(json.load(f))
     print('process %d of %d done' % (i + 1, processes), flush=True)
@@ -259,7 +259,7 @@ def run(batch, repeats, net='cifar', processes=1):
       'ratio_quartiles': quartiles,
       'ratio_median_95': intervals,
       'ratio_per_process': per_process,
-      'interleaving': 'step by step, fixed order',
+      'interleaving': 'step by step, shuffled',
       'weights': 'TF initializers (truncated normal), seed 0',
       'ratio_of_medians': {k: v / np.mean([per_step[b] for b in bases[k]])
                            for k, v in per_step.items()},
@@ -297,12 +297,15 @@ def main(argv=None):
                       'one after the other, and pool them (each builds the '
                       'graphs anew)')
   parser.add_argument('--worker_out', help=argparse.SUPPRESS)
+  parser.add_argument('--worker_seed', type=int, default=0,
+                      help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
   if args.worker_out:
     with open(args.worker_out, 'w') as f:
-      json.dump(measure(args.batch, args.repeats, args.net), f)
+      json.dump(measure(args.batch, args.repeats, args.net, args.worker_seed),
+                f)
     return 0
   if args.net == 'resnet' and not _resnet_net.available():
     print('skipped: no batch_norm layer for both twins on TF %s (tf_slim needs '

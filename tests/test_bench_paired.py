@@ -9,27 +9,45 @@ import pytest
 from bench._paired import interleaved_samples, median_interval
 
 
-def _calls(reverse, repeats=2, rounds=3):
+def _calls(order, repeats=2, rounds=3, names='abc', seed=0):
   calls = []
-  names = ['a', 'b', 'c']
   samples = interleaved_samples(
       {name: (lambda name=name: calls.append(name)) for name in names},
-      repeats=repeats, warmup=0, rounds=rounds, reverse=reverse)
-  assert sorted(samples) == names
+      repeats=repeats, warmup=0, rounds=rounds, order=order, seed=seed)
+  assert sorted(samples) == sorted(names)
   assert all(len(v) == repeats for v in samples.values())
   return calls
 
 
 def test_a_fixed_order_repeats_itself_and_no_candidate_follows_itself():
-  calls = _calls(reverse=False)
+  calls = _calls('fixed')
   assert calls == ['a', 'b', 'c'] * 6
   assert all(x != y for x, y in zip(calls, calls[1:]))
 
 
 def test_the_reversing_order_runs_its_ends_twice_in_a_row():
-  calls = _calls(reverse=True)
+  calls = _calls('reverse')
   assert calls == ['a', 'b', 'c', 'c', 'b', 'a'] * 3
   assert ('c', 'c') in zip(calls, calls[1:])
+
+
+def test_a_shuffled_order_is_a_new_permutation_every_round():
+  names = 'abcdefg'
+  calls = _calls('shuffle', repeats=4, rounds=10, names=names)
+  turns = [calls[i:i + len(names)] for i in range(0, len(calls), len(names))]
+  assert len(turns) == 40
+  assert all(sorted(turn) == list(names) for turn in turns)
+  assert all(x != y for x, y in zip(calls, calls[1:]))
+  # Each candidate has had every other one before it.
+  before = {(x, y) for x, y in zip(calls, calls[1:])}
+  assert all((x, y) in before for x in names for y in names if x != y)
+  assert calls == _calls('shuffle', repeats=4, rounds=10, names=names)
+  assert calls != _calls('shuffle', repeats=4, rounds=10, names=names, seed=1)
+
+
+def test_an_unknown_order_is_refused_by_name():
+  with pytest.raises(ValueError, match="order must be one of .*'random'"):
+    _calls('random')
 
 
 def _reference_interval(x, level):
