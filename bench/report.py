@@ -80,7 +80,7 @@ def _interleaving(data):
   if interleaving == 'step by step, shuffled':
     return 'interleaved step by step, in a fresh random order every round'
   if interleaving == 'step by step':
-    return 'interleaved step by step, the order reversed every other step'
+    return 'interleaved step by step, the order reversed every other round'
   return 'alternating by blocks of steps'
 
 

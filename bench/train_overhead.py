@@ -48,8 +48,8 @@ find. Why the order is shuffled: what runs just before a graph changes its
 step time by as much as the effect measured. With the order reversed every
 other round, the two ends ran twice in a row and read up to 2% fast; in one
 fixed order, TF 2.21's same-run way read 1.020 where the reversing order
-had read 1.008 (eleventh session). Shuffled, every candidate has every
-other one before it in turn, so no way keeps a neighbour's effect.
+had read 1.008 (eleventh session). Shuffled, what runs before a candidate
+changes from round to round, so no way keeps one neighbour's effect.
 Side by side on this machine, two twins interleaved step by step gave
 per-repeat ratios within 0.987-1.018 (interquartile range), where blocks of
 10 steps one after the other gave 7-11 points (TF 2.21, batch 128).
@@ -131,9 +131,9 @@ def _ratios(samples, name, base):
   return np.array(samples[name]) / np.mean([samples[b] for b in base], 0)
 
 
-def measure(batch, repeats, net='cifar', seed=0):
-  """Builds the graphs, times them in the shuffled order of `seed`; returns
-  the raw samples and parts."""
+def measure(batch, repeats, net='cifar', order_seed=0):
+  """Builds the graphs, times them in the shuffled order of `order_seed`;
+  returns the raw samples and parts."""
   dense_graph, dense_train, _, _, dense_init = _build(False, batch, net)
   again_graph, again_train, _, _, again_init = _build(False, batch, net)
   masked_graph, masked_train, update, pruning, masked_init = _build(True, batch,
@@ -170,7 +170,7 @@ def measure(batch, repeats, net='cifar', seed=0):
   }
   samples = interleaved_samples(candidates, repeats=repeats,
                                 warmup=FREQUENCY, rounds=FREQUENCY,
-                                order='shuffle', seed=seed)
+                                order='shuffle', seed=order_seed)
   hook_final = {'global_step': int(mon_masked.run(mon_step)),
                 'last_mask_update_step': int(mon_masked.run(mon_last))}
   mon_dense.close()
