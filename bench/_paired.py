@@ -8,8 +8,8 @@
 
 `bench._timing.interleaved_medians` returns medians; on a machine whose load
 drifts over a run, the ratio of two medians can still carry the drift. Here
-each repeat runs every candidate once, back to back (the order alternating,
-fixed or shuffled), or `rounds` times, one round at a time, so
+each repeat runs every candidate once, back to back (the order alternating
+or shuffled), or `rounds` times, one round at a time, so
 `paired_ratio` can take the median of the per-repeat ratios: both sides of
 one ratio saw about the same load.
 """
@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 
-ORDERS = ('reverse', 'fixed', 'shuffle')
+ORDERS = ('reverse', 'shuffle')
 
 
 def interleaved_samples(candidates, repeats, warmup=1, rounds=1,
@@ -33,8 +33,6 @@ def interleaved_samples(candidates, repeats, warmup=1, rounds=1,
 
   * 'reverse': the given order, reversed every other round (the two ends
     run twice in a row every other round);
-  * 'fixed': the given order every round (each candidate always follows the
-    same one);
   * 'shuffle': a fresh random permutation every round (`seed`), never
     starting with the candidate the last round ended with, so what runs
     before and after a candidate varies and no candidate follows itself.

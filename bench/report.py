@@ -76,11 +76,8 @@ def _repeats(data):
 
 def _interleaving(data):
   """How a training benchmark interleaved its candidates."""
-  interleaving = data.get('interleaving')
-  if interleaving == 'step by step, shuffled':
+  if data.get('interleaving') == 'step by step, shuffled':
     return 'interleaved step by step, in a fresh random order every round'
-  if interleaving == 'step by step':
-    return 'interleaved step by step, the order reversed every other round'
   return 'alternating by blocks of steps'
 
 

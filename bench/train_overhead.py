@@ -211,7 +211,7 @@ def _in_processes(batch, repeats, net, processes):
       subprocess.check_call([
           sys.executable, '-m', 'bench.train_overhead', '--batch', str(batch),
           '--repeats', str(repeats), '--net', net, '--worker_out', out.name,
-          '--worker_seed', str(i)])
+          '--worker_order_seed', str(i)])
       with open(out.name) as f:
         runs.append(json.load(f))
     print('process %d of %d done' % (i + 1, processes), flush=True)
@@ -297,15 +297,15 @@ def main(argv=None):
                       'one after the other, and pool them (each builds the '
                       'graphs anew)')
   parser.add_argument('--worker_out', help=argparse.SUPPRESS)
-  parser.add_argument('--worker_seed', type=int, default=0,
+  parser.add_argument('--worker_order_seed', type=int, default=0,
                       help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
   if args.worker_out:
     with open(args.worker_out, 'w') as f:
-      json.dump(measure(args.batch, args.repeats, args.net, args.worker_seed),
-                f)
+      json.dump(measure(args.batch, args.repeats, args.net,
+                        args.worker_order_seed), f)
     return 0
   if args.net == 'resnet' and not _resnet_net.available():
     print('skipped: no batch_norm layer for both twins on TF %s (tf_slim needs '
