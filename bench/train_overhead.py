@@ -29,8 +29,9 @@ round runs one training step of every candidate, in a fresh random order
 process's number), and a repeat is `FREQUENCY` rounds (so one mask update
 per repeat for the ways that run it):
 
-* `masked_no_update`: the masked net, `sess.run(train_op)` alone (the cost of
-  the masks only);
+* `masked_no_update`: a masked twin of its own, `sess.run(train_op)` alone
+  (the cost of the masks only), its masks set once to the schedule's first
+  sparsity;
 * `unmasked`: `sess.run(train_op)` on the never-masked twin;
 * `masked_same_run`: `sess.run([train_op, conditional_mask_update_op])`;
 * `unmasked_again`: the same as `unmasked` on a second never-masked twin;
@@ -54,12 +55,19 @@ Side by side on this machine, two twins interleaved step by step gave
 per-repeat ratios within 0.987-1.018 (interquartile range), where blocks of
 10 steps one after the other gave 7-11 points (TF 2.21, batch 128).
 
+`--ways masked_no_update,masked_same_run` times only those candidates and
+their bases (and `unmasked`, always): fewer candidates a round, so more
+repeats in the same time and a narrower interval. Three candidates, 150
+repeats in one process, gave a 95% interval of about +-0.4% where the seven
+candidates of the full bench give +-1% (twelfth session). Written apart
+(`_ways` in the file name): the report reads the full bench only.
+
 Reported: median step times, and as `ratio_to_unmasked` the median over
 repeats of the per-repeat ratio, with the min and max over repeats, the
 interquartile range, and a 95% interval for the median
 (`bench._paired.median_interval`). `--processes N` runs the repeats in N
 fresh processes, one after the other, and pools them (`run` says why).
-Written to bench/results/train_overhead[_resnet][_tf1][_quick].json.
+Written to bench/results/train_overhead[_resnet][_tf1][_ways][_quick].json.
 Target (issues 17 and 23): <= 1.01 for the ways that run the update.
 """
 
@@ -124,6 +132,36 @@ def _monitored(graph, hooks):
 BASES = {'unmasked': ['unmasked'], 'unmasked_again': ['unmasked'],
          'masked_pruning_hook': ['unmasked_monitored', 'monitored_again'],
          'monitored_again': ['unmasked_monitored']}
+DEFAULT_BASE = ['unmasked', 'unmasked_again']
+CANDIDATES = ('masked_no_update', 'unmasked', 'masked_same_run',
+              'unmasked_again', 'unmasked_monitored', 'masked_pruning_hook',
+              'monitored_again')
+
+
+def with_bases(ways):
+  """The candidates to time for `ways`: them, their bases and `unmasked`, in
+  the bench's order; all of them for None.
+
+  Raises:
+    ValueError: a name that is no candidate.
+  """
+  if ways is None:
+    return list(CANDIDATES)
+  unknown = [w for w in ways if w not in CANDIDATES]
+  if unknown:
+    raise ValueError('--ways %s: no candidate %s; the candidates are %s' % (
+        ','.join(ways), ', '.join(unknown), ', '.join(CANDIDATES)))
+  names = {'unmasked'}
+  for way in ways:
+    names.add(way)
+    names.update(BASES.get(way, DEFAULT_BASE))
+  return [c for c in CANDIDATES if c in names]
+
+
+def bases_of(names):
+  """{candidate: the candidates its ratio divides by}, of those timed."""
+  return {k: [b for b in BASES.get(k, DEFAULT_BASE) if b in names]
+          for k in names}
 
 
 def _ratios(samples, name, base):
@@ -131,22 +169,32 @@ def _ratios(samples, name, base):
   return np.array(samples[name]) / np.mean([samples[b] for b in base], 0)
 
 
-def measure(batch, repeats, net='cifar', order_seed=0):
-  """Builds the graphs, times them in the shuffled order of `order_seed`;
-  returns the raw samples and parts."""
+def measure(batch, repeats, net='cifar', order_seed=0, ways=None):
+  """Builds the graphs, times `with_bases(ways)` in the shuffled order of
+  `order_seed`; returns the raw samples and parts."""
   dense_graph, dense_train, _, _, dense_init = _build(False, batch, net)
   again_graph, again_train, _, _, again_init = _build(False, batch, net)
   masked_graph, masked_train, update, pruning, masked_init = _build(True, batch,
                                                                     net)
+  # Its own graph: sharing the same-run way's global step, its steps would
+  # make that way's update due every FREQUENCY / 2 of its steps (until the
+  # twelfth session, they did).
+  masks_graph, masks_train, _, masks_pruning, masks_init = _build(True, batch,
+                                                                  net)
+  with masks_graph.as_default():
+    set_masks = masks_pruning.mask_update_op()
   with masked_graph.as_default():
     full_update = pruning.mask_update_op()
     noop = tf.no_op()
   dense_sess = tf.Session(graph=dense_graph)
   again_sess = tf.Session(graph=again_graph)
   masked_sess = tf.Session(graph=masked_graph)
+  masks_sess = tf.Session(graph=masks_graph)
   dense_sess.run(dense_init)
   again_sess.run(again_init)
   masked_sess.run(masked_init)
+  masks_sess.run(masks_init)
+  masks_sess.run(set_masks)
   mon_dense_graph, mon_dense_train, _, _, _ = _build(False, batch, net)
   mon_again_graph, mon_again_train, _, _, _ = _build(False, batch, net)
   mon_graph, mon_train, _, mon_pruning, _ = _build(True, batch, net)
@@ -160,7 +208,7 @@ def measure(batch, repeats, net='cifar', order_seed=0):
 
   # One training step each, in a fresh random order every round.
   candidates = {
-      'masked_no_update': lambda: masked_sess.run(masked_train),
+      'masked_no_update': lambda: masks_sess.run(masks_train),
       'unmasked': lambda: dense_sess.run(dense_train),
       'masked_same_run': lambda: masked_sess.run([masked_train, update]),
       'unmasked_again': lambda: again_sess.run(again_train),
@@ -168,6 +216,8 @@ def measure(batch, repeats, net='cifar', order_seed=0):
       'masked_pruning_hook': lambda: mon_masked.run(mon_train),
       'monitored_again': lambda: mon_again.run(mon_again_train),
   }
+  timed = with_bases(ways)
+  candidates = {k: v for k, v in candidates.items() if k in timed}
   samples = interleaved_samples(candidates, repeats=repeats,
                                 warmup=FREQUENCY, rounds=FREQUENCY,
                                 order='shuffle', seed=order_seed)
@@ -194,6 +244,7 @@ def measure(batch, repeats, net='cifar', order_seed=0):
   dense_sess.close()
   again_sess.close()
   masked_sess.close()
+  masks_sess.close()
   return {'samples': samples, 'part_seconds': parts,
           'pruning_hook_final': hook_final,
           'masked_elements': int(sum(m.shape.num_elements() for m in masks)),
@@ -203,7 +254,7 @@ def measure(batch, repeats, net='cifar', order_seed=0):
               'mask_sparsities': [float(s) for s in sparsities]}}
 
 
-def _in_processes(batch, repeats, net, processes):
+def _in_processes(batch, repeats, net, processes, ways=None):
   """`measure` in `processes` fresh processes, one after the other."""
   runs = []
   for i in range(processes):
@@ -211,16 +262,17 @@ def _in_processes(batch, repeats, net, processes):
       subprocess.check_call([
           sys.executable, '-m', 'bench.train_overhead', '--batch', str(batch),
           '--repeats', str(repeats), '--net', net, '--worker_out', out.name,
-          '--worker_order_seed', str(i)])
+          '--worker_order_seed', str(i)] +
+                            (['--ways', ','.join(ways)] if ways else []))
       with open(out.name) as f:
         runs.append(json.load(f))
     print('process %d of %d done' % (i + 1, processes), flush=True)
   return runs
 
 
-def run(batch, repeats, net='cifar', processes=1):
+def run(batch, repeats, net='cifar', processes=1, ways=None):
   """Measures and returns the result dict: `repeats` repeats in each of
-  `processes` processes (in this one when 1), pooled.
+  `processes` processes (in this one when 1), pooled; `ways` as `measure`.
 
   Every process builds the graphs anew: where their buffers lie and how
   their ops share the threads can favour one graph for a whole process
@@ -229,13 +281,13 @@ def run(batch, repeats, net='cifar', processes=1):
   that out where more repeats cannot.
   """
   if processes == 1:
-    runs = [measure(batch, repeats, net)]
+    runs = [measure(batch, repeats, net, ways=ways)]
   else:
-    runs = _in_processes(batch, repeats, net, processes)
+    runs = _in_processes(batch, repeats, net, processes, ways)
   samples = {k: sum((r['samples'][k] for r in runs), []) for k in
              runs[0]['samples']}
   per_step = {k: v / FREQUENCY for k, v in medians(samples).items()}
-  bases = {k: BASES.get(k, ['unmasked', 'unmasked_again']) for k in samples}
+  bases = bases_of(samples)
   ratios = {k: _ratios(samples, k, bases[k]) for k in samples}
   spread, quartiles, intervals, per_process = {}, {}, {}, {}
   for k, r in ratios.items():
@@ -273,10 +325,12 @@ def run(batch, repeats, net='cifar', processes=1):
   }
 
 
-def _results_name(quick, net='cifar'):
-  """'train_overhead', '_resnet' for that net, '_tf1' on TF 1.x, '_quick'."""
+def _results_name(quick, net='cifar', ways=None):
+  """'train_overhead', '_resnet' for that net, '_tf1' on TF 1.x, '_ways' for
+  a subset of the candidates, '_quick'."""
   name = 'train_overhead' + ('_resnet' if net == 'resnet' else '')
   name += '_tf1' if tf.__version__.startswith('1.') else ''
+  name += '_ways' if ways else ''
   return name + ('_quick' if quick else '')
 
 
@@ -296,16 +350,23 @@ def main(argv=None):
                       help='run the repeats in this many fresh processes, '
                       'one after the other, and pool them (each builds the '
                       'graphs anew)')
+  parser.add_argument('--ways', type=lambda text: text.split(','),
+                      help='comma-separated candidates to time, with their '
+                      'bases (default: all of %s)' % ', '.join(CANDIDATES))
   parser.add_argument('--worker_out', help=argparse.SUPPRESS)
   parser.add_argument('--worker_order_seed', type=int, default=0,
                       help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
+  try:
+    with_bases(args.ways)
+  except ValueError as e:
+    parser.error(str(e))
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
   if args.worker_out:
     with open(args.worker_out, 'w') as f:
       json.dump(measure(args.batch, args.repeats, args.net,
-                        args.worker_order_seed), f)
+                        args.worker_order_seed, args.ways), f)
     return 0
   if args.net == 'resnet' and not _resnet_net.available():
     print('skipped: no batch_norm layer for both twins on TF %s (tf_slim needs '
@@ -313,10 +374,10 @@ def main(argv=None):
     return 0
   load_before = load_average()
   if args.quick:
-    result = run(min(args.batch, 32), repeats=3, net=args.net)
+    result = run(min(args.batch, 32), repeats=3, net=args.net, ways=args.ways)
   else:
     result = run(args.batch, repeats=args.repeats, net=args.net,
-                 processes=args.processes)
+                 processes=args.processes, ways=args.ways)
   result['load_average_1min'] = [load_before, load_average()]
   print('median step (s): ' + '  '.join(
       '%s %.4f' % kv for kv in sorted(result['median_step_seconds'].items())))
@@ -335,7 +396,7 @@ def main(argv=None):
   print('parts (s): ' + '  '.join(
       '%s %.5f' % kv for kv in sorted(result['part_seconds'].items())))
   print('masked graph after the run:', result['masked_graph_final'])
-  path = write_results(_results_name(args.quick, args.net), result)
+  path = write_results(_results_name(args.quick, args.net, args.ways), result)
   print('wrote', path)
 
 

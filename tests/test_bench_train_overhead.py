@@ -1,0 +1,50 @@
+"""The training-overhead bench: which candidates it times, against what, and
+that each masked way steps its own graph."""
+
+import pytest
+
+from bench import train_overhead
+
+
+def test_all_candidates_by_default():
+  assert train_overhead.with_bases(None) == list(train_overhead.CANDIDATES)
+
+
+@pytest.mark.parametrize('ways,timed', [
+    (['masked_same_run'],
+     ['unmasked', 'masked_same_run', 'unmasked_again']),
+    (['masked_pruning_hook'],
+     ['unmasked', 'unmasked_monitored', 'masked_pruning_hook',
+      'monitored_again']),
+    (['unmasked_again'], ['unmasked', 'unmasked_again']),
+    (['monitored_again', 'masked_no_update'],
+     ['masked_no_update', 'unmasked', 'unmasked_again', 'unmasked_monitored',
+      'monitored_again'])])
+def test_a_subset_brings_its_bases(ways, timed):
+  assert train_overhead.with_bases(ways) == timed
+  bases = train_overhead.bases_of(timed)
+  assert all(set(b) <= set(timed) and b for b in bases.values())
+  assert bases['unmasked'] == ['unmasked']
+
+
+def test_an_unknown_way_is_named():
+  with pytest.raises(ValueError, match=r'--ways masked_same_run,hook: no '
+                     r'candidate hook; the candidates are masked_no_update'):
+    train_overhead.with_bases(['masked_same_run', 'hook'])
+
+
+def test_the_same_run_way_updates_once_every_frequency_of_its_own_steps():
+  # Sharing its graph with the masks-only way, it saw the step move twice
+  # a round, and its update came every FREQUENCY / 2 of its steps.
+  repeats = 1
+  result = train_overhead.measure(
+      batch=2, repeats=repeats, ways=['masked_no_update', 'masked_same_run'])
+  assert sorted(result['samples']) == [
+      'masked_no_update', 'masked_same_run', 'unmasked', 'unmasked_again']
+  steps = (repeats + 1) * train_overhead.FREQUENCY  # one warm-up repeat
+  final = result['masked_graph_final']
+  assert final['global_step'] == steps
+  # (The predicate may read the step before or after its run's increment.)
+  assert steps - train_overhead.FREQUENCY < final['last_mask_update_step'] <= (
+      steps)
+
