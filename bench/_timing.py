@@ -40,10 +40,45 @@ def interleaved_medians(candidates, repeats=7, inner=1, warmup=1):
   return {name: float(np.median(v)) / inner for name, v in samples.items()}
 
 
+# Vector extensions that change which kernels TF and oneDNN run.
+_VECTOR_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_tile')
+
+
+def cpu_model(cpuinfo):
+  """'<model name> [flags]' from the text of /proc/cpuinfo, '' if absent.
+
+      >>> cpu_model('model name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512f\n')
+      'AMD EPYC [avx2 avx512f]'
+  """
+  fields = {}
+  for line in cpuinfo.splitlines():
+    key, sep, value = line.partition(':')
+    if sep and key.strip() not in fields:
+      fields[key.strip()] = value.strip()
+  model = fields.get('model name', '')
+  flags = set(fields.get('flags', '').split())
+  vector = ' '.join(f for f in _VECTOR_FLAGS if f in flags)
+  return '%s [%s]' % (model, vector) if model and vector else model
+
+
+def _cpu():
+  try:
+    with open('/proc/cpuinfo') as f:
+      return cpu_model(f.read())
+  except OSError:
+    return platform.processor()
+
+
 def machine_info():
-  """The machine, TF version and date, for the results files."""
+  """The machine, TF version and date, for the results files.
+
+  `cpu`: the CPU model and its vector extensions (Linux), since a step's
+  time, and so an overhead's share of it, depends on them: the same bench
+  measured a CIFAR-10 training step at 246 ms on one machine of this
+  project and 93 ms on another.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return {'machine': platform.machine(), 'processor': platform.processor(),
+  return {'machine': platform.machine(), 'cpu': _cpu(),
           'cpus': os.cpu_count(), 'python': platform.python_version(),
           'tensorflow': tf.__version__,
           'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}

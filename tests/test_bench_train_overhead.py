@@ -4,6 +4,7 @@ that each masked way steps its own graph."""
 import pytest
 
 from bench import train_overhead
+from bench._timing import cpu_model
 
 
 def test_all_candidates_by_default():
@@ -48,3 +49,11 @@ def test_the_same_run_way_updates_once_every_frequency_of_its_own_steps():
   assert steps - train_overhead.FREQUENCY < final['last_mask_update_step'] <= (
       steps)
 
+
+def test_cpu_model_names_the_vector_extensions():
+  text = ('processor\t: 0\nmodel name\t: AMD EPYC 9R14\n'
+          'flags\t\t: fpu sse avx2 avx512f avx512_bf16\n\n'
+          'processor\t: 1\nmodel name\t: AMD EPYC 9R14\n')
+  assert cpu_model(text) == 'AMD EPYC 9R14 [avx2 avx512f avx512_bf16]'
+  assert cpu_model('model name : Old CPU\nflags : fpu sse2\n') == 'Old CPU'
+  assert cpu_model('') == ''
