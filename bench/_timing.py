@@ -45,11 +45,8 @@ _VECTOR_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_tile')
 
 
 def cpu_model(cpuinfo):
-  """'<model name> [flags]' from the text of /proc/cpuinfo, '' if absent.
-
-      >>> cpu_model('model name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512f\n')
-      'AMD EPYC [avx2 avx512f]'
-  """
+  """'<model name> [<vector extensions>]' from the text of /proc/cpuinfo
+  (its first processor), '' without a model name."""
   fields = {}
   for line in cpuinfo.splitlines():
     key, sep, value = line.partition(':')
