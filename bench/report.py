@@ -40,8 +40,8 @@ def _load(name, quick):
 def _info(data):
   info = data['info']
   text = 'TF %s, Python %s, %s CPUs (%s), %s' % (
-      info['tensorflow'], info['python'], info['cpus'], info['machine'],
-      info['date'])
+      info['tensorflow'], info['python'], info['cpus'],
+      info.get('cpu') or info['machine'], info['date'])
   load = data.get('load_average_1min')
   if load and None not in load:
     text += ', load average %.1f -> %.1f' % tuple(load)
