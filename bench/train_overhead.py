@@ -57,10 +57,11 @@ per-repeat ratios within 0.987-1.018 (interquartile range), where blocks of
 
 `--ways masked_no_update,masked_same_run` times only those candidates and
 their bases (and `unmasked`, always): fewer candidates a round, so more
-repeats in the same time and a narrower interval. Three candidates, 150
-repeats in one process, gave a 95% interval of about +-0.4% where the seven
-candidates of the full bench give +-1% (twelfth session). Written apart
-(`_ways` in the file name): the report reads the full bench only.
+repeats in the same time and a narrower interval. On TF 2.21, 150 repeats
+of those four candidates gave 95% intervals of the median of 0.995-1.005
+(masks only) and 1.006-1.023 (same run), where 36 repeats of the full bench
+gave 0.990-1.014 and 0.990-1.031 (twelfth session). Written apart (`_ways`
+in the file name): the report reads the full bench only.
 
 Reported: median step times, and as `ratio_to_unmasked` the median over
 repeats of the per-repeat ratio, with the min and max over repeats, the
