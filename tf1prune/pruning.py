@@ -36,7 +36,7 @@ import sys
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune import _coupled_pruning, locks
+from tf1prune import _coupled_pruning, _gate, locks
 from tf1prune._spec_view import HParamsView, reparse
 from tf1prune.hparams import get_pruning_hparams
 from tf1prune.masking import masked_weight_records
@@ -368,6 +368,14 @@ class Pruning(object):
       with tf.control_dependencies([step]):
         return tf.no_op('mask_update')
 
+  def _variables(self, prunable):
+    """The variables the update of `prunable` reads or writes."""
+    plain, coupled = prunable
+    records = [t.record for t in plain + [
+        t for item in coupled for t in item.targets]]
+    return [self._global_step, self._last_update_step] + [
+        v for r in records for v in (r.weight, r.mask, r.threshold)]
+
   def mask_update_op(self):
     """Returns the op that recomputes every mask now (built once)."""
     if self._update_op is None:
@@ -380,7 +388,15 @@ class Pruning(object):
     A pruning step (`PruningPlan.is_pruning_step`): `begin_pruning_step <=
     step`, (`step <= end_pruning_step` or `end_pruning_step == -1`) and
     `last_mask_update_step + pruning_frequency <= step`. On other steps the op
-    evaluates that predicate and nothing else.
+    evaluates that predicate and nothing else: on a TF 2.x graph in a process
+    without accelerators, the masked variables on one device, it is one `If`
+    op that calls the update only when due; elsewhere it is a `tf.cond`,
+    whose untaken update passes a dead signal through its ops
+    (`tf1prune._gate`).
+
+    Returns:
+      A bool scalar tensor, True on the steps it updated the masks (as
+      contrib's `tf.cond` returned it).
     """
     if self._conditional_op is None:
       # Read outside the cond: under TF2 its branches are separate graphs.
@@ -389,9 +405,9 @@ class Pruning(object):
         due = self._plan.is_pruning_step(
             self._global_step, tf.cast(self._last_update_step, tf.int64),
             tf.logical_and, tf.logical_or)
-        self._conditional_op = tf.cond(
-            due, lambda: self._build_update(targets), tf.no_op,
-            name='conditional_mask_update')
+        self._conditional_op = _gate.run_if(
+            due, lambda: self._build_update(targets),
+            self._variables(targets), 'conditional_mask_update')
     return self._conditional_op
 
   def add_pruning_summaries(self):
