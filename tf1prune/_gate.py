@@ -1,5 +1,5 @@
-"""`run_if`: an op that runs a subgraph on the steps a predicate allows, and
-is one op on the others.
+"""`run_if`: a tensor whose evaluation runs a subgraph on the steps a
+predicate allows, and is one op on the others.
 
     >>> import tensorflow.compat.v1 as tf
     >>> from tf1prune._gate import run_if
@@ -21,11 +21,10 @@ updates the masks on one step in `pruning_frequency`. Under control flow v2
 devices, pruning, non-strict evaluation): then on every step where nothing
 is due, every op of the untaken update passes a dead signal on (2069 ops in
 the branch functions of the CIFAR-10 example net's update, with its nested
-conditionals).
-`run_if` builds the `If` op itself, its branch traced as a `tf.function`,
-without that mark: the session runs it as one op, which calls the branch
-only when `pred` is true. The branch needs none of the v1 semantics: it
-returns nothing and runs whole.
+conditionals). `run_if` builds the `If` op itself, its branch traced as a
+`tf.function`, without that mark: the session runs it as one op, which
+calls the branch only when `pred` is true. The branch needs none of the v1
+semantics: it returns a constant and runs whole.
 
 Where the lowered form is needed, `run_if` is `tf.cond`: control flow v1
 (TF 1.x's default, and `disable_v2_behavior()`, which also brings the
@@ -59,7 +58,8 @@ def functional(variables):
 
 
 def run_if(pred, build, variables, name):
-  """Returns an op that runs the ops `build()` makes when `pred` is true.
+  """Returns a tensor whose evaluation runs the ops `build()` makes when
+  `pred` is true.
 
   Args:
     pred: bool scalar tensor.
