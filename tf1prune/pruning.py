@@ -109,6 +109,12 @@ def _non_finite_warning(record, step, count=None):
                  name='non_finite_warning')
 
 
+def _each_target(prunable):
+  """The `_Target`s of `prunable` (plain, coupled), the plain ones first."""
+  plain, coupled = prunable
+  return plain + [t for item in coupled for t in item.targets]
+
+
 def _assign_mask(variable, mask):
   """Returns an op that assigns `mask` to the mask `variable`.
 
@@ -344,7 +350,7 @@ class Pruning(object):
     non_finite = {}
     masks = self._masks(plain, coupled, non_finite)
     ops = []
-    for target in plain + [t for item in coupled for t in item.targets]:
+    for target in _each_target(prunable):
       record = target.record
       mask, threshold = masks[record.name]
       with tf.name_scope(record.name + '_mask_assign'):
@@ -370,11 +376,9 @@ class Pruning(object):
 
   def _variables(self, prunable):
     """The variables the update of `prunable` reads or writes."""
-    plain, coupled = prunable
-    records = [t.record for t in plain + [
-        t for item in coupled for t in item.targets]]
     return [self._global_step, self._last_update_step] + [
-        v for r in records for v in (r.weight, r.mask, r.threshold)]
+        v for t in _each_target(prunable)
+        for v in (t.record.weight, t.record.mask, t.record.threshold)]
 
   def mask_update_op(self):
     """Returns the op that recomputes every mask now (built once)."""
