@@ -103,16 +103,22 @@ def test_an_idle_step_runs_one_op_of_the_update_in_tf2_graphs():
   _check_masks(seen)
 
 
-@pytest.mark.parametrize('why', ['control flow v1', 'two devices'])
+@pytest.mark.parametrize('why', ['control flow v1', 'two devices',
+                                 'reference variables, control flow v2'])
 def test_the_update_stays_a_tf_cond_where_it_must(why):
-  # Control flow v1 comes with reference variables (`disable_v2_behavior()`).
-  with _control_flow(v2=why == 'two devices'):
+  # Control flow v1 comes with reference variables (`disable_v2_behavior()`);
+  # control flow v2 with them is `enable_control_flow_v2()` on TF 1.15 or
+  # `disable_resource_variables()` on TF 2.x, where a `tf.cond` traced as a
+  # function could not assign to them.
+  with _control_flow(v2=why != 'control flow v1'):
     if why == 'two devices':
       pruning = _pruning(use_resource=True, devices=('/cpu:0', '/cpu:1'))
     else:
       pruning = _pruning(use_resource=False)
     idle, seen, true = _steps(pruning, tf.ConfigProto(
         device_count={'CPU': 2}, allow_soft_placement=False))
+    # Building it left the setting as it was.
+    assert tf.control_flow_v2_enabled() == (why != 'control flow v1')
   # Lowered into Switch and Merge: the untaken branch's switches run.
   assert [name for name in idle if SCOPE + '/' in name]
   assert true == [10, 20]

@@ -27,12 +27,19 @@ calls the branch only when `pred` is true. The branch needs none of the v1
 semantics: it returns a constant and runs whole.
 
 Where the lowered form is needed, `run_if` is `tf.cond`: control flow v1
-(TF 1.x's default, and `disable_v2_behavior()`, which also brings the
-reference variables that no function can capture), variables on more than
-one device (an `If` op runs its branch on its own device), and a process
-that sees a GPU or another accelerator (there the branch would run all its
-ops on one device, where the lowered ops are placed one by one).
+(TF 1.x's default, and `disable_v2_behavior()`), reference variables (no
+function can capture them), variables on more than one device (an `If` op
+runs its branch on its own device), and a process that sees a GPU or
+another accelerator (there the branch would run all its ops on one device,
+where the lowered ops are placed one by one). Reference variables under
+control flow v2 (`enable_control_flow_v2()` on TF 1.15, or
+`disable_resource_variables()` on TF 2.x): a `tf.cond` would trace its
+branch as a function too, and an assign to such a variable there fails to
+build; so that `tf.cond` is built with control flow v2 turned off, and the
+setting restored.
 """
+
+import contextlib
 
 import tensorflow.compat.v1 as tf
 
@@ -53,8 +60,26 @@ def functional(variables):
     variables: the variables (or tensors read from them) the branch reads or
       writes.
   """
-  return bool(tf.control_flow_v2_enabled() and
+  return bool(tf.control_flow_v2_enabled() and not _references(variables) and
               len({v.device for v in variables}) <= 1 and _on_cpus_only())
+
+
+def _references(variables):
+  """True if one of `variables` is a reference variable (its dtype is a
+  reference type, `float32_ref`)."""
+  return any(v.dtype != v.dtype.base_dtype for v in variables)
+
+
+@contextlib.contextmanager
+def _control_flow_v1():
+  """Builds `tf.cond`s as Switch and Merge ops inside the block."""
+  was = tf.control_flow_v2_enabled()
+  tf.disable_control_flow_v2()
+  try:
+    yield
+  finally:
+    if was:
+      tf.enable_control_flow_v2()
 
 
 def run_if(pred, build, variables, name):
@@ -75,7 +100,9 @@ def run_if(pred, build, variables, name):
     runs nothing of what `build` made.
   """
   if not functional(variables):
-    return tf.cond(pred, lambda: _op_of(build()), tf.no_op, name=name)
+    with (_control_flow_v1() if _references(variables) else
+          contextlib.nullcontext()):
+      return tf.cond(pred, lambda: _op_of(build()), tf.no_op, name=name)
 
   def branch():
     build()    # tf.function runs every stateful op it made

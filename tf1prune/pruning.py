@@ -393,10 +393,10 @@ class Pruning(object):
     step`, (`step <= end_pruning_step` or `end_pruning_step == -1`) and
     `last_mask_update_step + pruning_frequency <= step`. On other steps the op
     evaluates that predicate and nothing else: on a TF 2.x graph in a process
-    without accelerators, the masked variables on one device, it is one `If`
-    op that calls the update only when due; elsewhere it is a `tf.cond`,
-    whose untaken update passes a dead signal through its ops
-    (`tf1prune._gate`).
+    without accelerators, with the masked variables as resource variables
+    on one device, it is one `If` op that calls the update only when due;
+    elsewhere it is a `tf.cond`, whose untaken update passes a dead signal
+    through its ops (`tf1prune._gate`).
 
     Returns:
       A bool scalar tensor, True on the steps it updated the masks (as
