@@ -1,11 +1,26 @@
-"""Helpers the frozen-graph tests share: constants, running a GraphDef here
-and in the other TF stack's interpreter."""
+"""Helpers the graph tests share: constants, running a GraphDef here and in
+the other TF stack's interpreter, the control flow version."""
 
+import contextlib
 import os
 import subprocess
 
 import numpy as np
 import tensorflow.compat.v1 as tf
+
+
+@contextlib.contextmanager
+def control_flow(v2):
+  """Control flow v2 (TF 2.x graphs) or v1 (TF 1.x, `disable_v2_behavior()`)
+  inside the block; the setting restored after."""
+  was = tf.control_flow_v2_enabled()
+  switch = {True: tf.enable_control_flow_v2,
+            False: tf.disable_control_flow_v2}
+  switch[v2]()
+  try:
+    yield
+  finally:
+    switch[was]()
 
 
 def const(value):

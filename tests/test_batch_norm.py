@@ -16,6 +16,7 @@ import tensorflow.compat.v1 as tf
 import tf_slim as slim
 
 import tf1prune
+from graph_support import control_flow
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _TF1 = tf.__version__.startswith('1.')
@@ -148,6 +149,32 @@ def test_batch_norm_matches_numpy_reference(case, rank):
   assert ('FusedBatchNormV3' in got['op_types']) == is_fused
   expected_updates = 2 if training and updates is not None else 0
   assert got['n_updates'] == expected_updates
+
+
+@pytest.mark.parametrize('fused', [None, False])
+@pytest.mark.parametrize('updates', [tf.GraphKeys.UPDATE_OPS, None])
+def test_tensor_is_training_with_reference_variables_and_control_flow_v2(
+    fused, updates):
+  # `enable_control_flow_v2()` on TF 1.15, `disable_resource_variables()` on
+  # TF 2.x: a cond traced as a function cannot assign to the moving
+  # statistics, so they are built as Switch and Merge.
+  def with_reference_variables(*args, **kwargs):
+    with tf.variable_scope(tf.get_variable_scope(), use_resource=False):
+      return tf1prune.batch_norm(*args, **kwargs)
+
+  x = _data([3, 3, 4, 5])
+  params = _params(5)
+  with control_flow(v2=True):
+    got = _build_and_run(with_reference_variables, x, params, 'tensor',
+                         fused=fused, updates_collections=updates, scale=True)
+    assert tf.control_flow_v2_enabled()
+  want_y, want_moving = _reference(x, params, 'NHWC', True, fused is None,
+                                   center=True, scale=True)
+  np.testing.assert_allclose(got['y'][0], want_y, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(got['moving'][0], want_moving[0], rtol=1e-6,
+                             atol=1e-6)
+  np.testing.assert_allclose(got['moving'][1], want_moving[1], rtol=1e-6)
+  assert {'VariableV2', 'Switch'} <= got['op_types']
 
 
 @pytest.mark.parametrize('center,scale', [(True, False), (False, True),

@@ -2,31 +2,17 @@
 step of a TF 2.x graph (`tf1prune._gate`), and stays a `tf.cond` where it
 must (control flow v1, variables on two devices)."""
 
-import contextlib
-
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 import np_reference
 import tf1prune
+from graph_support import control_flow
 
 SCOPE = 'conditional_mask_update'
 HPARAMS = ('target_sparsity=0.75,sparsity_function_end_step=1,'
            'pruning_frequency=10')
-
-
-@contextlib.contextmanager
-def _control_flow(v2):
-  """Control flow v2 (TF 2.x graphs) or v1 (TF 1.x, `disable_v2_behavior()`)."""
-  was = tf.control_flow_v2_enabled()
-  switch = {True: tf.enable_control_flow_v2,
-            False: tf.disable_control_flow_v2}
-  switch[v2]()
-  try:
-    yield
-  finally:
-    switch[was]()
 
 
 def _pruning(use_resource, devices=('', '')):
@@ -92,7 +78,7 @@ def _check_masks(seen):
 
 
 def test_an_idle_step_runs_one_op_of_the_update_in_tf2_graphs():
-  with _control_flow(v2=True):
+  with control_flow(v2=True):
     pruning = _pruning(use_resource=True)
     idle, seen, true = _steps(pruning)
     update = pruning.conditional_mask_update_op()
@@ -110,7 +96,7 @@ def test_the_update_stays_a_tf_cond_where_it_must(why):
   # control flow v2 with them is `enable_control_flow_v2()` on TF 1.15 or
   # `disable_resource_variables()` on TF 2.x, where a `tf.cond` traced as a
   # function could not assign to them.
-  with _control_flow(v2=why != 'control flow v1'):
+  with control_flow(v2=why != 'control flow v1'):
     if why == 'two devices':
       pruning = _pruning(use_resource=True, devices=('/cpu:0', '/cpu:1'))
     else:

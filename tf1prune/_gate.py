@@ -36,14 +36,14 @@ control flow v2 (`enable_control_flow_v2()` on TF 1.15, or
 `disable_resource_variables()` on TF 2.x): a `tf.cond` would trace its
 branch as a function too, and an assign to such a variable there fails to
 build; so that `tf.cond` is built with control flow v2 turned off, and the
-setting restored.
+setting restored (`conds_assigning`, which `tf1prune.batch_norm` uses too).
 """
 
 import contextlib
 
 import tensorflow.compat.v1 as tf
 
-__all__ = ['run_if']
+__all__ = ['conds_assigning', 'run_if']
 
 
 def _on_cpus_only():
@@ -71,14 +71,21 @@ def _references(variables):
 
 
 @contextlib.contextmanager
-def _control_flow_v1():
-  """Builds `tf.cond`s as Switch and Merge ops inside the block."""
-  was = tf.control_flow_v2_enabled()
-  tf.disable_control_flow_v2()
+def conds_assigning(variables):
+  """Inside the block, a `tf.cond` can assign to `variables`: with a
+  reference variable among them under control flow v2, conds are built as
+  Switch and Merge ops (control flow v2 turned off inside, and restored).
+
+  Args:
+    variables: the variables the conds' branches assign to.
+  """
+  off = tf.control_flow_v2_enabled() and _references(variables)
+  if off:
+    tf.disable_control_flow_v2()
   try:
     yield
   finally:
-    if was:
+    if off:
       tf.enable_control_flow_v2()
 
 
@@ -100,8 +107,7 @@ def run_if(pred, build, variables, name):
     runs nothing of what `build` made.
   """
   if not functional(variables):
-    with (_control_flow_v1() if _references(variables) else
-          contextlib.nullcontext()):
+    with conds_assigning(variables):
       return tf.cond(pred, lambda: _op_of(build()), tf.no_op, name=name)
 
   def branch():

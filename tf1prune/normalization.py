@@ -30,6 +30,8 @@ import tensorflow.compat.v1 as tf
 import tf_slim as slim
 from tf_slim.layers import utils as slim_utils
 
+from tf1prune import _gate
+
 __all__ = ['batch_norm']
 
 _FUSED_DTYPES = (tf.float16, tf.bfloat16, tf.float32)
@@ -296,47 +298,49 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         [channels], dtype, center, scale, param_initializers or {},
         param_regularizers or {}, variables_collections, trainable,
         gamma_first=slim_keras_path)
-    training_value = _static_value(is_training)
-    need_updates = training_value is None or bool(training_value)
-    debias = None
-    if need_updates and zero_debias_moving_mean:
-      debias = _zero_debias_variables(moving_mean)
+    # A tensor `is_training` makes conds that assign to the moving statistics.
+    with _gate.conds_assigning([moving_mean, moving_variance]):
+      training_value = _static_value(is_training)
+      need_updates = training_value is None or bool(training_value)
+      debias = None
+      if need_updates and zero_debias_moving_mean:
+        debias = _zero_debias_variables(moving_mean)
 
-    def updates(mean, variance):
-      return (_assign_moving_average(moving_mean, mean, decay, debias,
-                                     slim_keras_path),
-              _assign_moving_average(moving_variance, variance, decay,
-                                     decay_in_float32=slim_keras_path))
+      def updates(mean, variance):
+        return (_assign_moving_average(moving_mean, mean, decay, debias,
+                                       slim_keras_path),
+                _assign_moving_average(moving_variance, variance, decay,
+                                       decay_in_float32=slim_keras_path))
 
-    if use_fused:
-      x = _as_4d(inputs, data_format) if rank == 2 else inputs
-      outputs, mean, variance = _fused_statistics(
-          x, tf.ones([channels], dtype) if gamma is None else gamma,
-          tf.zeros([channels], dtype) if beta is None else beta,
-          moving_mean, moving_variance, epsilon, data_format, is_training)
-      if need_updates and updates_collections is None:
-        def forced():
-          with tf.control_dependencies(updates(mean, variance)):
-            return tf.identity(outputs)
-        outputs = _smart_cond(is_training, forced, lambda: outputs)
-      elif need_updates:
-        update_mean, update_variance = _smart_cond(
-            is_training, lambda: updates(mean, variance),
-            lambda: (moving_mean, moving_variance))
-        tf.add_to_collections(updates_collections, update_mean)
-        tf.add_to_collections(updates_collections, update_variance)
-      if rank == 2:
-        outputs = tf.reshape(outputs, [-1, channels])
-      outputs.set_shape(inputs.get_shape())
-    else:
-      outputs = _unfused(inputs, axis, rank, channels, gamma, beta,
-                         moving_mean, moving_variance, epsilon, is_training,
-                         need_updates, updates_collections, updates,
-                         batch_weights, adjustment, dtype)
-    if activation_fn is not None:
-      outputs = activation_fn(outputs)
-    return slim_utils.collect_named_outputs(outputs_collections, sc.name,
-                                            outputs)
+      if use_fused:
+        x = _as_4d(inputs, data_format) if rank == 2 else inputs
+        outputs, mean, variance = _fused_statistics(
+            x, tf.ones([channels], dtype) if gamma is None else gamma,
+            tf.zeros([channels], dtype) if beta is None else beta,
+            moving_mean, moving_variance, epsilon, data_format, is_training)
+        if need_updates and updates_collections is None:
+          def forced():
+            with tf.control_dependencies(updates(mean, variance)):
+              return tf.identity(outputs)
+          outputs = _smart_cond(is_training, forced, lambda: outputs)
+        elif need_updates:
+          update_mean, update_variance = _smart_cond(
+              is_training, lambda: updates(mean, variance),
+              lambda: (moving_mean, moving_variance))
+          tf.add_to_collections(updates_collections, update_mean)
+          tf.add_to_collections(updates_collections, update_variance)
+        if rank == 2:
+          outputs = tf.reshape(outputs, [-1, channels])
+        outputs.set_shape(inputs.get_shape())
+      else:
+        outputs = _unfused(inputs, axis, rank, channels, gamma, beta,
+                           moving_mean, moving_variance, epsilon, is_training,
+                           need_updates, updates_collections, updates,
+                           batch_weights, adjustment, dtype)
+      if activation_fn is not None:
+        outputs = activation_fn(outputs)
+      return slim_utils.collect_named_outputs(outputs_collections, sc.name,
+                                              outputs)
 
 
 def _unfused(inputs, axis, rank, channels, gamma, beta, moving_mean,
