@@ -74,7 +74,8 @@ def _references(variables):
 def conds_assigning(variables):
   """Inside the block, a `tf.cond` can assign to `variables`: with a
   reference variable among them under control flow v2, conds are built as
-  Switch and Merge ops (control flow v2 turned off inside, and restored).
+  Switch and Merge ops (control flow v2, a process-wide setting, turned off
+  inside, and restored).
 
   Args:
     variables: the variables the conds' branches assign to.
