@@ -20,6 +20,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
+from graph_support import control_flow
 from tf1prune.export import atomic, attrs, stream
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -411,11 +412,8 @@ def test_bad_input_raises_and_writes_nothing(tmp_path):
 @pytest.fixture
 def v1_control_flow():
   """TF1's while loops (Enter/Exit nodes) for one test, also on TF 2.x."""
-  was_v2 = tf.control_flow_v2_enabled()
-  tf.disable_control_flow_v2()
-  yield
-  if was_v2:
-    tf.enable_control_flow_v2()
+  with control_flow(v2=False):
+    yield
 
 
 def test_masked_weight_multiplied_inside_a_v1_while_loop(tmp_path,
