@@ -121,7 +121,9 @@ def _assign_mask(variable, mask):
   A mask that is a cast of a bool tensor (as `magnitude_mask` returns it) of
   more than `_blocks.BLOCK` entries is cast and scattered into the variable
   by blocks of rows: written at full size, the float mask would be a fresh
-  mmap whose every page faults in (`tf1prune.masks._blocks`).
+  mmap whose every page faults in on TF 1.15 (`tf1prune.masks._blocks`).
+  At 1e7 entries, one thread, the mask's write from the keys took 0.56x as
+  long this way on TF 1.15, and the same time both ways on TF 2.21.
   """
   keep = mask
   while keep.op.type == 'Cast':
