@@ -10,7 +10,7 @@ then faults on its first write (9766 faults for a 40 MB output, on every run).
 At 1e7 entries an abs of the whole, summed, took 5.8x as long as the same on
 blocks of 2**20 entries, and the float mask took longer to write than to
 compute. TF 2.21 keeps its large buffers (no faults), and there the blocks
-gain by staying in cache: 1.5x for the same abs and sum (one thread, both).
+gain by staying in cache: 1.5x for the same abs and sum (one thread).
 Blocks of a few MB are reused by the allocator from op to op. So the mask
 update passes over the keys by blocks (`split`) and writes the mask by blocks
 of rows (`row_ranges`). Blocks of 2**20 entries made the whole update
