@@ -298,20 +298,20 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         [channels], dtype, center, scale, param_initializers or {},
         param_regularizers or {}, variables_collections, trainable,
         gamma_first=slim_keras_path)
+    training_value = _static_value(is_training)
+    need_updates = training_value is None or bool(training_value)
+    debias = None
+    if need_updates and zero_debias_moving_mean:
+      debias = _zero_debias_variables(moving_mean)
+
+    def updates(mean, variance):
+      return (_assign_moving_average(moving_mean, mean, decay, debias,
+                                     slim_keras_path),
+              _assign_moving_average(moving_variance, variance, decay,
+                                     decay_in_float32=slim_keras_path))
+
     # A tensor `is_training` makes conds that assign to the moving statistics.
     with _gate.conds_assigning([moving_mean, moving_variance]):
-      training_value = _static_value(is_training)
-      need_updates = training_value is None or bool(training_value)
-      debias = None
-      if need_updates and zero_debias_moving_mean:
-        debias = _zero_debias_variables(moving_mean)
-
-      def updates(mean, variance):
-        return (_assign_moving_average(moving_mean, mean, decay, debias,
-                                       slim_keras_path),
-                _assign_moving_average(moving_variance, variance, decay,
-                                       decay_in_float32=slim_keras_path))
-
       if use_fused:
         x = _as_4d(inputs, data_format) if rank == 2 else inputs
         outputs, mean, variance = _fused_statistics(
@@ -337,10 +337,10 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
                            moving_mean, moving_variance, epsilon, is_training,
                            need_updates, updates_collections, updates,
                            batch_weights, adjustment, dtype)
-      if activation_fn is not None:
-        outputs = activation_fn(outputs)
-      return slim_utils.collect_named_outputs(outputs_collections, sc.name,
-                                              outputs)
+    if activation_fn is not None:
+      outputs = activation_fn(outputs)
+    return slim_utils.collect_named_outputs(outputs_collections, sc.name,
+                                            outputs)
 
 
 def _unfused(inputs, axis, rank, channels, gamma, beta, moving_mean,
