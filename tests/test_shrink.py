@@ -274,6 +274,33 @@ def test_channel_mixing_ops_stop_the_shrink_and_say_why(kind, reason):
   assert 'kept 1 empty output channel(s) of ' in report.format_table()
 
 
+def _grouped_net(rs, grouped_first):
+  """x -> conv a -> relu -> conv y; one of the two is a grouped conv of two
+  groups, and a has empty filters (filters 0 and 1: group 0's of a grouped
+  a, whose outputs a smaller filter would read from the wrong group)."""
+  x = tf.placeholder(tf.float32, [None, 6, 6, 4], name='x')
+  init = tf.glorot_uniform_initializer(seed=3)
+  with tf.Session() as sess:
+    w1, w2 = sess.run([init([3, 3, 2 if grouped_first else 4, 8]),
+                       init([3, 3, 8 if grouped_first else 4, 6])])
+  w1[..., [0, 1]] = 0.0
+  h = tf.nn.relu(_conv(x, w1, np.linspace(-1, 1, 8), 'SAME'))
+  _conv(h, w2, np.zeros(6), 'SAME', name='y')
+  return tf.get_default_graph().as_graph_def(), rs.randn(2, 6, 6, 4)
+
+
+@pytest.mark.skipif(tf.__version__.startswith('1.'),
+                    reason='grouped Conv2D runs on CPU from TF 2.x')
+@pytest.mark.parametrize('grouped_first', [True, False])
+def test_grouped_conv_is_skipped_not_shrunk(grouped_first):
+  graph_def, feed = _grouped_net(np.random.RandomState(0), grouped_first)
+  _, report = _check_same_outputs(graph_def, feed.astype(np.float32))
+  grouped = 'Conv2D' if grouped_first else 'Conv2D_1'
+  assert [(n, r) for n, _, r in report.skipped] == [
+      (grouped, 'grouped convolutions are not shrunk')]
+  assert all(l.outputs_after == l.outputs_before for l in report.layers)
+
+
 @pytest.mark.parametrize('radius,beta',
                          [(2, 0.75), (5, 0.5), (1, 1.0), (3, 0.6)])
 def test_lrn_loses_channels_that_are_0_there_and_becomes_a_band_conv(

@@ -60,6 +60,13 @@ def _as_layer(g, node):
     return None, 'its weight is not a constant used by this layer only'
   if g.value(weight).ndim != (2 if kind == 'dense' else 4):
     return None, 'unexpected weight rank'
+  if kind == 'conv':
+    # A grouped Conv2D: its filter holds in_channels / groups input
+    # channels, and TF derives the groups from the two widths.
+    source = g.shape(g.inputs(node)[0])
+    if source and source[-1] is not None and \
+        source[-1] != g.value(weight).shape[2]:
+      return None, 'grouped convolutions are not shrunk'
   return Layer(node, kind, weight), None
 
 
