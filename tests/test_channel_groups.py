@@ -52,8 +52,10 @@ def test_residual_add_couples_the_stream_through_batch_norm_and_bias():
       '4 channels: stem/weights, b2/weights')
 
 
-def test_identity_shortcut_from_an_unpruned_tensor_blocks_the_group():
-  x = tf.placeholder(tf.float32, [2, 6, 6, 4])
+@pytest.mark.parametrize('batch', [2, 1, None])
+def test_identity_shortcut_from_an_unpruned_tensor_blocks_the_group(batch):
+  # A batch of one example has the shape of a [1, H, W, C] parameter map.
+  x = tf.placeholder(tf.float32, [batch, 6, 6, 4])
   branch = _conv(x, 4, 'b', activation_fn=None)
   tf.nn.relu(x + branch)
   (group,) = tf1prune.find_channel_groups()
@@ -61,10 +63,11 @@ def test_identity_shortcut_from_an_unpruned_tensor_blocks_the_group():
   assert str(group).endswith(')') and 'blocked' in str(group)
 
 
-def test_per_channel_constants_do_not_block():
-  x = tf.placeholder(tf.float32, [2, 6, 6, 3])
+@pytest.mark.parametrize('shape', [[1, 1, 1, 4], [1, 6, 6, 4]])
+def test_per_channel_constants_do_not_block(shape):
+  x = tf.placeholder(tf.float32, [1, 6, 6, 3])
   net = _conv(x, 4, 'c', activation_fn=None)
-  tf.add(net, tf.constant(np.ones([1, 1, 1, 4], np.float32)))
+  tf.add(net, tf.constant(np.ones(shape, np.float32)))
   (group,) = tf1prune.find_channel_groups()
   assert group.blocked is None
 

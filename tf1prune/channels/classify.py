@@ -56,7 +56,11 @@ def _elementwise(view, node, rule, channels, carries):
       if shape is None or not shape or shape[-1] != channels:
         return None, 'its inputs do not line up channel by channel'
       inputs.append(index)
-    elif per_channel(shape, channels):
+    elif per_channel(shape, channels) and (
+        all(d == 1 for d in shape[:-1]) or
+        view.constant(tensor) is not None):
+      # A [1, H, W, C] map is a parameter only as a constant: a batch of
+      # one example has that shape too.
       params.append(index)
     else:
       loose.append(index)
