@@ -23,12 +23,15 @@ def _masked(name, shape, empty, initializer):
   return weight * mask
 
 
-def _block(size=8, stride=1, pointwise_bias=True, batch=None, empty=(1, 4, 6)):
+def _block(size=8, stride=1, pointwise_bias=True, batch=None, empty=(1, 4, 6),
+           explicit_pool=False):
   """conv1 3x3 -> bias -> relu6 -> depthwise 3x3 SAME (`stride`) -> bias ->
   relu6 -> pointwise 1x1 conv (maybe with a bias) -> relu6 -> y, frozen.
 
   conv1's filters `empty` are zero: their channels are relu6(bias) before
-  the depthwise conv and a map after it. Returns (graph_def, feed)."""
+  the depthwise conv and a map after it. `explicit_pool`: a 3x3 stride-2
+  max pool with explicit padding after the depthwise block. Returns
+  (graph_def, feed)."""
   init = tf.glorot_uniform_initializer(seed=3)
   bias = tf.random_uniform_initializer(0.1, 0.9, seed=4)
   x = tf.placeholder(tf.float32, [batch, size, size, 3], name='x')
@@ -41,6 +44,8 @@ def _block(size=8, stride=1, pointwise_bias=True, batch=None, empty=(1, 4, 6)):
                              [1, stride, stride, 1], 'SAME', name='depthwise')
   h = tf.nn.relu6(tf.nn.bias_add(h, tf.get_variable('b2', [8],
                                                     initializer=bias)))
+  if explicit_pool:
+    h = tf.nn.max_pool2d(h, 3, 2, [[0, 0], [1, 1], [1, 1], [0, 0]])
   h = tf.nn.conv2d(h, tf.get_variable('w3', [1, 1, 8, 12], initializer=init),
                    [1] * 4, 'VALID', name='pointwise')
   if pointwise_bias:
@@ -104,6 +109,16 @@ def test_any_batch_size_a_stride_2_block_and_a_conv_without_bias():
   # No bias to merge with: the map has its own Add, after the conv.
   assert ops['pointwise/shrink_map'] == 'Reshape'
   assert _consts(small)['pointwise/shrink_map/value'].shape == (1, 25, 12)
+
+
+@pytest.mark.skipif(tf.__version__.startswith('1.'),
+                    reason='MaxPool has explicit padding from TF 2.x')
+def test_a_map_goes_through_a_max_pool_with_explicit_padding():
+  graph_def, feed = _block(explicit_pool=True)
+  small, report = shrink_graph_def(graph_def, ['y'])
+  _same_outputs(graph_def, small, feed)
+  assert report.stops == []
+  assert _layer(report, 'pointwise').inputs_after == 5
 
 
 def test_a_filter_that_only_read_removed_channels_goes_next_round():

@@ -196,7 +196,8 @@ def _apply(g, op, inputs, reasons):
     kernel = attr_ints(node, 'ksize', [1] * 4)[1:3]
     strides = attr_ints(node, 'strides', [1] * 4)[1:3]
     pads = conv_pads(size, kernel, strides, [1, 1],
-                     attr_str(node, 'padding', 'VALID'))
+                     attr_str(node, 'padding', 'VALID'),
+                     attr_ints(node, 'explicit_paddings', [0] * 8))
     return pool_map(x, node.op, kernel, pads, strides)
   if kind == 'pad':
     return _pad(g, op, x, size, reasons)
