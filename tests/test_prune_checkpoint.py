@@ -127,6 +127,31 @@ def test_training_resumes_from_the_pruned_checkpoint(trained, tmp_path):
   np.testing.assert_array_equal(conv2[LOCKED], effective[LOCKED])
 
 
+def test_mask_of_a_locked_weight_is_written(tmp_path):
+  # apply_mask(lock(w)): the mask record names the lock's output, the
+  # checkpoint the variable w.
+  with tf.Graph().as_default():
+    with tf.variable_scope('fc'):
+      w = tf.get_variable('weights', [8, 6],
+                          initializer=tf.glorot_uniform_initializer(seed=1))
+      tf1prune.apply_mask(tf1prune.lock(w, np.s_[0, :], value='zero'))
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      prefix = saver.save(sess, str(tmp_path / 'train' / 'model.ckpt'))
+  before = _read(prefix)
+  out = str(tmp_path / 'pruned')
+  report = checkpoint_prune.prune_checkpoint(prefix, out, {'fc/weights': 0.5})
+  after = _read(report['checkpoint'])
+  w = before['fc/weights']
+  keep = np_reference.magnitude_mask(np.abs(w), 0.5)
+  keep[0, :] = 1      # locked entries keep their mask
+  np.testing.assert_array_equal(after['fc/mask'], keep)
+  np.testing.assert_array_equal(after['fc/weights'], w * keep)
+  assert after['fc/threshold'] == np.abs(w)[
+      np_reference.magnitude_mask(np.abs(w), 0.5) == 1].min()
+
+
 def test_without_meta_graph_masks_are_found_by_name(trained, tmp_path):
   logdir, _ = trained
   copy = str(tmp_path / 'copy')

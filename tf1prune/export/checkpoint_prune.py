@@ -170,11 +170,14 @@ def _graph_links(prefix, tf, names):
                            str(e).splitlines()[0] if str(e) else type(e))
         records, lock_list = None, []
     if records is not None:
+      # apply_mask(lock(w)) masks the lock's output: the weight is w.
+      locked_input = {l.effective.op.name: l.name for l in lock_list}
       by_masked = {}
       for r in records:
-        masks[r.name] = r.mask.op.name
-        thresholds[r.name] = r.threshold.op.name
-        by_masked[r.masked_weight.op.name] = r.name
+        weight = locked_input.get(r.weight.op.name, r.name)
+        masks[weight] = r.mask.op.name
+        thresholds[weight] = r.threshold.op.name
+        by_masked[r.masked_weight.op.name] = weight
       for l in lock_list:
         weight = by_masked.get(l.name, l.name)
         locks.setdefault(weight, []).append((l.locked.op.name, l.value.op.name))
