@@ -215,6 +215,24 @@ def test_stateless_random_ops_and_inference_batch_norm_are_not_listed():
   assert training_ops(g.as_graph_def()) == []
 
 
+@pytest.mark.parametrize('axes,listed', [
+    ([0, 1, 2], True),      # batch norm's batch statistics
+    ([0], True),
+    ([-4, 1, 2], True),     # -4 is the batch axis of a rank-4 tensor
+    ([1, 2, 3], False),     # layer norm over each example
+    ([1, 2], False),        # instance norm
+    ([-1], False),
+])
+def test_moments_are_batch_statistics_only_over_the_batch_axis(axes, listed):
+  with tf.Graph().as_default() as g:
+    x = tf.placeholder(tf.float32, [None, 4, 4, 2], name='x')
+    mean, variance = tf.nn.moments(x, axes, keepdims=True)
+    tf.identity((x - mean) * tf.rsqrt(variance + 1e-3), name='y')
+  found = training_ops(g.as_graph_def())
+  assert [(op.op, op.kind) for op in found] == (
+      [('SquaredDifference', 'batch_norm')] if listed else [])
+
+
 def test_the_default_of_a_fed_placeholder_is_not_the_model():
   # A training input that picks a random batch feeds a PlaceholderWithDefault
   # the inference user feeds: the strip looks past it, but not past dropout.

@@ -15,7 +15,10 @@ in the nodes and the function library of a GraphDef:
 
 - `batch_norm`: a `FusedBatchNorm*` with `is_training=True`, or
   `tf.nn.moments`' batch statistics (a `SquaredDifference` of a tensor and
-  the `StopGradient` of its `Mean`), as an unfused batch norm computes them;
+  the `StopGradient` of its `Mean` over the batch axis), as an unfused batch
+  norm computes them; moments over other axes only (layer, instance or
+  group norm) are the same for an example alone and in a batch, and are
+  not listed;
 - `random`: a stateful random op (`RandomUniform`, `RandomStandardNormal`,
   `TruncatedNormal`, ...: dropout, noise layers). Stateless random ops (a
   seed tensor) give the same values every run and are not listed.
@@ -62,6 +65,20 @@ class TrainingGraphError(ValueError):
     self.ops = ops
 
 
+def _over_batch(mean, by_name):
+  """Whether the `Mean` node `mean` may average over axis 0, the batch:
+  True unless its axes are a constant without 0 (and without a negative
+  axis other than -1, which could be 0 for some rank)."""
+  axes = None
+  if len(mean.input) > 1:
+    axes = by_name.get(split_input(mean.input[1])[0].split(':')[0])
+  if axes is None or axes.op != 'Const':
+    return True
+  from tensorflow.compat.v1 import make_ndarray
+  values = make_ndarray(axes.attr['value'].tensor).ravel().tolist()
+  return any(a == 0 or a < -1 for a in values)
+
+
 def _nodes_ops(nodes, prefix):
   by_name = {n.name: n for n in nodes}
   found = []
@@ -77,7 +94,8 @@ def _nodes_ops(nodes, prefix):
         stop = by_name.get(split_input(name)[0].split(':')[0])
         if stop is not None and stop.op == 'StopGradient' and stop.input:
           mean = by_name.get(split_input(stop.input[0])[0].split(':')[0])
-          if mean is not None and mean.op == 'Mean':
+          if mean is not None and mean.op == 'Mean' and \
+              _over_batch(mean, by_name):
             kind = 'batch_norm'
     if kind:
       found.append(TrainingOp(prefix + node.name, node.op, kind))
