@@ -170,6 +170,20 @@ def test_rerun_replaces_the_pb_and_leaves_no_staging_file(checkpoints,
   capsys.readouterr()
 
 
+@pytest.mark.parametrize('flag', ['--filename', '--report_json'])
+def test_an_output_that_is_a_directory_is_refused_before_any_work(
+    flag, checkpoints, tmp_path, capsys):
+  taken = tmp_path / 'taken'
+  taken.mkdir()
+  assert strip_cli.main(['--checkpoint_dir', checkpoints[0],
+                         '--output_node_names=fc2/BiasAdd',
+                         '--output_dir', str(tmp_path),
+                         flag, str(taken)]) == 1
+  assert '%s %r is a directory' % (flag, str(taken)) in _error_line(capsys)
+  assert os.listdir(str(tmp_path)) == ['taken']
+  assert os.listdir(str(taken)) == []
+
+
 def test_usage_errors_are_one_line_with_status_2(capsys):
   with pytest.raises(SystemExit) as exit_info:
     strip_cli.main(['--output_node_names=y'])

@@ -84,3 +84,24 @@ def test_tf1_refuses_tflite_before_writing_anything(pruned_dir, tmp_path,
                          '--tflite', str(tmp_path / 'm.tflite')]) == 1
   assert '--tflite needs TensorFlow 2.x' in capsys.readouterr().err
   assert os.listdir(str(tmp_path)) == []
+
+
+@pytest.mark.skipif(_TF1, reason='the TFLite export needs TensorFlow 2.x')
+def test_a_failing_run_leaves_no_tflite_json_or_pb(pruned_dir, tmp_path,
+                                                   capsys, monkeypatch):
+  out = tmp_path / 'out'
+  out.mkdir()
+  (out / 'old.tflite').write_bytes(b'old')
+
+  def full_disk(path, data):
+    raise OSError(28, 'No space left on device', path)
+
+  monkeypatch.setattr(strip_cli, '_write_json', full_disk)
+  assert strip_cli.main(['--checkpoint_dir', pruned_dir,
+                         '--output_node_names=fc/BiasAdd',
+                         '--output_dir', str(out),
+                         '--tflite', str(out / 'old.tflite'),
+                         '--report_json', str(out / 'report.json')]) == 1
+  assert 'No space left on device' in capsys.readouterr().err
+  assert os.listdir(str(out)) == ['old.tflite']
+  assert (out / 'old.tflite').read_bytes() == b'old'

@@ -23,7 +23,8 @@ TFLite model, sparse-encoded when that is smaller). Prints the per-layer
 sparsity table of the written graph (with `--shrink` the parameters and FLOPs
 per layer, with `--tflite` its size and max diff against the .pb).
 On bad input it prints one line to stderr and exits non-zero, with no output
-file left behind; the checkpoint is only read.
+file left behind (neither the .pb nor the `--tflite` or `--report_json`
+file; older ones stay as they were); the checkpoint is only read.
 """
 
 import argparse
@@ -156,14 +157,25 @@ def _run(args, progress=None):
                        '1.15 run its TFLite converter on the .pb yourself' %
                        tf.__version__)
     path = os.path.join(output_dir, args.filename)
-    # The .pb is written under a staging name and renamed last, so a failing
-    # report (or shrink) leaves an older file at `path` as it was; what a
-    # killed run of `path` left is removed first.
-    atomic.remove_stale_staging(path)
-    staged = atomic.staging_path(path, 'staged')
+    targets = [('--filename', path)] + [
+        (flag, os.path.abspath(value)) for flag, value in (
+            ('--tflite', args.tflite), ('--report_json', args.report_json))
+        if value]
+    for flag, target in targets:
+      if os.path.isdir(target):
+        raise ValueError('%s %r is a directory; give the path of a file to '
+                         'write' % (flag, target))
+    # Every file is written under a staging name and renamed last (the .pb
+    # after the others), so a run that fails leaves older files as they
+    # were and no new one; what killed runs of these files left is removed
+    # first.
+    staged = {}
     try:
+      for _, target in targets:
+        atomic.remove_stale_staging(target)
+        staged[target] = atomic.staging_path(target, 'staged')
       report = export.strip_checkpoint(args.checkpoint_dir,
-                                      args.output_node_names, staged,
+                                      args.output_node_names, staged[path],
                                       allow_no_masks=args.allow_no_masks,
                                       allow_training_ops=args.allow_training_ops,
                                       progress=progress)
@@ -171,24 +183,28 @@ def _run(args, progress=None):
       report.shrink_report = None
       if args.shrink:
         report.shrink_report = export.shrink_pb(
-            staged, args.output_node_names, objective=args.shrink_objective,
-            progress=progress)
+            staged[path], args.output_node_names,
+            objective=args.shrink_objective, progress=progress)
       report.tflite_report = None
       if args.tflite:
         from tf1prune.export import write_tflite  # pylint: disable=g-import-not-at-top
-        report.tflite_report = write_tflite(staged, args.output_node_names,
-                                            args.tflite)
+        tflite = os.path.abspath(args.tflite)
+        report.tflite_report = write_tflite(
+            staged[path], args.output_node_names,
+            staged[tflite])._replace(path=args.tflite)
       if args.report_json:
         data = report.to_dict()
         if report.shrink_report is not None:
           data['shrink'] = report.shrink_report.to_dict()
         if report.tflite_report is not None:
           data['tflite'] = report.tflite_report._asdict()
-        _write_json(args.report_json, data)
-      os.replace(staged, path)
+        _write_json(staged[os.path.abspath(args.report_json)], data)
+      for _, target in targets[::-1]:
+        os.replace(staged.pop(target), target)
     except BaseException:
-      if os.path.exists(staged):
-        os.remove(staged)
+      for name in staged.values():
+        if os.path.exists(name):
+          os.remove(name)
       raise
     return report
   except BaseException:
