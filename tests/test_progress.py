@@ -123,14 +123,15 @@ def test_no_terminal_no_progress():
   assert isinstance(terminal_progress('p', stream=_Tty()), TerminalProgress)
 
 
-def _run_cli(module, flags, tty):
-  """Runs a console script; returns its stderr (through a pty if `tty`)."""
+def _run_cli(module, flags, tty, status=0):
+  """Runs a console script; returns its stderr (through a pty if `tty`);
+  its exit status must be `status`."""
   env = dict(os.environ, PYTHONPATH=_ROOT, TF_CPP_MIN_LOG_LEVEL='2')
   command = [sys.executable, '-m', module] + flags
   if not tty:
     done = subprocess.run(command, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, timeout=600)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == status, done.stderr
     return done.stderr.decode()
   master, slave = pty.openpty()
   child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
@@ -148,7 +149,7 @@ def _run_cli(module, flags, tty):
   os.close(master)
   child.stdout.read()
   child.stdout.close()
-  assert child.wait(timeout=600) == 0, data
+  assert child.wait(timeout=600) == status, data
   return data.decode()
 
 
@@ -189,3 +190,12 @@ def test_prune_checkpoint_cli_draws_progress_on_a_terminal_only(train_dir,
   piped = _run_cli('tf1prune.cli.prune_checkpoint',
                    flags + ['--output_dir=' + str(tmp_path / 'c')], tty=False)
   assert 'pruning weights' not in piped
+
+
+def test_an_error_is_printed_after_the_progress_line_is_cleared(train_dir,
+                                                                tmp_path):
+  text = _run_cli('tf1prune.cli.prune_checkpoint',
+                  ['--checkpoint=' + train_dir[0], '--zero=fc/weights[0, 0, 0, 0, 0]',
+                   '--output_dir=' + str(tmp_path / 'a')], tty=True, status=1)
+  assert re.search(r'reading variables [^\r]*\r +\rprune_checkpoint: '
+                   r'error: --zero fc/weights', text), repr(text)

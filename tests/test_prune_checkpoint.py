@@ -183,31 +183,59 @@ def _main(argv, capsys):
   return code, captured.out, captured.err
 
 
-@pytest.mark.parametrize('argv,message', [
-    (['--sparsity', 'conv1'], "--sparsity entries must look like 'regex:0.8'"),
-    (['--sparsity', 'conv1:1.5'], r'sparsity must be a number in \[0, 1\)'),
-    (['--sparsity', '(:0.5'], "--sparsity regex '\\(' is not valid"),
-    (['--zero', 'conv2/weights'], '--zero must look like'),
-    (['--zero', 'conv2/weights[a]'], 'each part must be an int'),
-    ([], 'nothing to do'),
-    (['--sparsity', 'nothing_here:0.5'], "matches no prunable variable"),
-    (['--sparsity', 'weights:0.5,conv1:0.2'], 'matches both'),
-    (['--zero', 'conv2/weights[:, :, 9]'], 'does not fit a weight of shape'),
-    (['--sparsity', 'conv1/mask:0.5'], 'matches no prunable variable'),
+@pytest.mark.parametrize('argv,message,status', [
+    (['--sparsity', 'conv1'], "--sparsity entries must look like 'regex:0.8'",
+     2),
+    (['--sparsity', 'conv1:1.5'], r'sparsity must be a number in \[0, 1\)', 2),
+    (['--sparsity', '(:0.5'], "--sparsity regex '\\(' is not valid", 2),
+    (['--zero', 'conv2/weights'], '--zero must look like', 2),
+    (['--zero', 'conv2/weights[a]'], 'each part must be an int', 2),
+    ([], 'nothing to do', 2),
+    (['--sparsity', 'nothing_here:0.5'], "matches no prunable variable", 1),
+    (['--sparsity', 'weights:0.5,conv1:0.2'], 'matches both', 1),
+    (['--zero', 'conv2/weights[:, :, 9]'], 'does not fit a weight of shape', 1),
+    (['--sparsity', 'conv1/mask:0.5'], 'matches no prunable variable', 1),
 ])
-def test_bad_input_is_one_line_error_and_writes_nothing(argv, message, trained,
-                                                        tmp_path, capsys):
+def test_bad_input_is_one_line_error_and_writes_nothing(argv, message, status,
+                                                        trained, tmp_path,
+                                                        capsys):
   logdir, _ = trained
   out = str(tmp_path / 'pruned')
   before = sorted(os.listdir(str(tmp_path)))
   code, stdout, stderr = _main(['--checkpoint', logdir, '--output_dir', out]
                                + argv, capsys)
-  assert code in (1, 2)
+  assert code == status     # 2: the flags themselves, 1: the checkpoint
   lines = stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith('prune_checkpoint: error: ')
   assert __import__('re').search(message, lines[0]), lines[0]
   assert sorted(os.listdir(str(tmp_path))) == before
   assert stdout == ''
+
+
+@pytest.mark.parametrize('value', [1.0, 1.5, -0.5, float('nan'), '0.5', True])
+def test_api_refuses_a_sparsity_outside_0_1(value, trained, tmp_path):
+  logdir, _ = trained
+  out = str(tmp_path / 'pruned')
+  with pytest.raises(checkpoint_prune.CheckpointPruneError,
+                     match=r"sparsity\['conv1/weights'\] = .*\[0, 1\)"):
+    checkpoint_prune.prune_checkpoint(logdir, out, {'conv1/weights': value})
+  assert not os.path.exists(out)
+
+
+def test_a_partitioned_weight_is_refused_by_name(tmp_path):
+  with tf.Graph().as_default():
+    tf.get_variable('fc/weights', [6, 4],
+                    initializer=tf.glorot_uniform_initializer(seed=2),
+                    partitioner=tf.fixed_size_partitioner(2))
+    tf.train.get_or_create_global_step()
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      prefix = saver.save(sess, str(tmp_path / 'train' / 'model.ckpt'))
+  with pytest.raises(checkpoint_prune.CheckpointPruneError,
+                     match='matches fc/weights, partitioned in the graph'):
+    checkpoint_prune.prune_checkpoint(prefix, str(tmp_path / 'out'),
+                                      {'fc/weights': 0.5})
 
 
 def test_missing_checkpoint_and_existing_output(tmp_path, capsys):

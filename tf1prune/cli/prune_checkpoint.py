@@ -50,6 +50,8 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     sparsity = parse_sparsity_map(args.sparsity)
     zero = [parse_zero(z) for z in args.zero]
+    if not sparsity and not zero:
+      raise UsageError('nothing to do: give --sparsity and/or --zero')
   except (UsageError, CheckpointPruneError) as e:
     return fail(PROG, e, status=2)
   quiet_tensorflow()
@@ -60,10 +62,14 @@ def main(argv=None):
     result = prune_checkpoint(args.checkpoint, args.output_dir, sparsity, zero,
                               progress=progress)
   except (CheckpointPruneError, OSError, tf.errors.OpError) as e:
-    return fail(PROG, str(e).splitlines()[0] if str(e) else type(e).__name__)
+    error = str(e).splitlines()[0] if str(e) else type(e).__name__
+  else:
+    error = None
   finally:
-    if progress is not None:
+    if progress is not None:   # clears the progress line before any error
       progress.close()
+  if error is not None:
+    return fail(PROG, error)
   for entry in result['weights']:
     sys.stdout.write('%s %s: zeros %.4f -> %.4f%s%s\n' % (
         entry['name'], entry['shape'], entry['zeros_before'],

@@ -41,6 +41,7 @@ complete; on any error nothing is left behind.
 """
 
 import json
+import numbers
 import os
 import re
 import shutil
@@ -223,16 +224,37 @@ def _slots(name, shapes):
                 if n.startswith(prefix) and s == shapes[name])
 
 
-def _match(patterns, candidates, flag):
-  """Returns {candidate: pattern}; each pattern must match, none twice."""
+def _partitioned(shapes, trainable):
+  """Checkpoint keys whose trainable variables are partitions
+  (`<key>/part_<k>` in the graph)."""
+  if trainable is None:
+    return []
+  return sorted(name for name in shapes
+                if name not in trainable and name + '/part_0' in trainable)
+
+
+def _match(patterns, candidates, flag, partitions=()):
+  """Returns {candidate: pattern}; each pattern must match, none twice.
+
+  partitions: the names of partitioned variables, for the error when a
+  pattern matches only those.
+  """
   hits = {}
   for pattern in patterns:
     regex = _regex(pattern, flag)
     found = [c for c in candidates if regex.search(c)]
     if not found:
+      partitioned = sorted(n for n in partitions if regex.search(n))
+      if partitioned:
+        raise CheckpointPruneError(
+            '%s regex %r matches %s, partitioned in the graph; '
+            'prune_checkpoint does not prune partitioned variables: prune '
+            'them in training (tf1prune.Pruning) or save them '
+            'unpartitioned' % (flag, pattern, ', '.join(partitioned)))
       raise CheckpointPruneError('%s regex %r matches no prunable variable; '
                                  'prunable: %s' % (flag, pattern,
-                                                   ', '.join(candidates)))
+                                                   ', '.join(candidates) or
+                                                   'none'))
     for name in found:
       if name in hits and hits[name] != pattern:
         raise CheckpointPruneError('%s: variable %s matches both %r and %r; make '
@@ -317,6 +339,12 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None,
   import tensorflow.compat.v1 as tf
   sparsity = dict(sparsity or {})
   zero = list(zero or [])
+  for pattern, value in sorted(sparsity.items()):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+        not 0.0 <= value < 1.0:
+      raise CheckpointPruneError(
+          'sparsity[%r] = %r: a sparsity must be a number in [0, 1), the '
+          'fraction of entries set to zero' % (pattern, value))
   if not sparsity and not zero:
     raise CheckpointPruneError('nothing to do: give --sparsity and/or --zero')
   if os.path.exists(output_dir):
@@ -339,8 +367,10 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None,
   own = set(masks.values()) | set(thresholds.values()) | {
       n for pairs in locks.values() for pair in pairs for n in pair}
   candidates = _candidates(shapes, dtypes, own, trainable)
-  targets = _match(sorted(sparsity), candidates, '--sparsity')
-  zero_targets = _match(sorted({r for r, _ in zero}), candidates, '--zero')
+  partitions = _partitioned(shapes, trainable)
+  targets = _match(sorted(sparsity), candidates, '--sparsity', partitions)
+  zero_targets = _match(sorted({r for r, _ in zero}), candidates, '--zero',
+                        partitions)
 
   values = {}
   notify(progress, 'reading variables', 0, len(shapes))
