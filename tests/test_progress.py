@@ -195,7 +195,8 @@ def test_prune_checkpoint_cli_draws_progress_on_a_terminal_only(train_dir,
 def test_an_error_is_printed_after_the_progress_line_is_cleared(train_dir,
                                                                 tmp_path):
   text = _run_cli('tf1prune.cli.prune_checkpoint',
-                  ['--checkpoint=' + train_dir[0], '--zero=fc/weights[0, 0, 0, 0, 0]',
+                  ['--checkpoint=' + train_dir[0],
+                   '--zero=fc/weights[0, 0, 0, 0, 0]',
                    '--output_dir=' + str(tmp_path / 'a')], tty=True, status=1)
   assert re.search(r'reading variables [^\r]*\r +\rprune_checkpoint: '
                    r'error: --zero fc/weights', text), repr(text)
