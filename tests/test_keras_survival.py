@@ -104,6 +104,50 @@ def test_locks_and_masks_load_in_a_fresh_process_and_hold_under_ema(
   assert np.all(got['trained0'][free] != got['loaded0'][free])
 
 
+def _conv_model(layer):
+  inputs = K.Input((6, 6, 3))
+  return K.Model(inputs, K.layers.Dense(2, name='out')(
+      K.layers.Flatten()(layer(inputs))))
+
+
+def _rnn_model(layer):
+  inputs = K.Input((5, 3))
+  return K.Model(inputs, K.layers.Dense(2, name='out')(layer(inputs)))
+
+
+@pytest.mark.parametrize('build,layer', [
+    (_conv_model, lambda: K.layers.SeparableConv2D(4, 3, name='layer')),
+    (_conv_model, lambda: K.layers.DepthwiseConv2D(3, name='layer')),
+    (_rnn_model, lambda: K.layers.LSTM(4, name='layer')),
+    (_rnn_model, lambda: K.layers.GRU(4, name='layer')),
+    (_rnn_model, lambda: K.layers.SimpleRNN(4, name='layer')),
+], ids=['separable', 'depthwise', 'lstm', 'gru', 'simple_rnn'])
+def test_masks_of_every_kernel_kind_are_saved_with_the_model(build, layer,
+                                                             tmp_path):
+  # Depthwise and pointwise kernels keep their constraints under other
+  # attribute names; an RNN layer's are its cell's.
+  K.utils.set_random_seed(1)
+  model = build(layer())
+  pruner = tk.Pruner(model, 'do_not_prune=[out]')
+  pruner.update(sparsity=0.5)
+  masks = pruner.masks()
+  assert sorted(masks) and all(n.startswith('layer/') for n in masks)
+  path = str(tmp_path / 'model.keras') if is_keras3(K) else str(
+      tmp_path / 'model.h5')
+  model.save(path)
+  loaded = K.models.load_model(path)
+  loaded.compile(K.optimizers.Adam(0.05), 'mse')
+  inputs = np.random.RandomState(0).randn(
+      16, *model.input_shape[1:]).astype(np.float32)
+  loaded.fit(inputs, np.ones((16, 2), np.float32), epochs=2, verbose=0)
+  weights = {'layer/' + n.split('/')[-1].split(':')[0]: np.asarray(v)
+             for n, v in ((w.name if not is_keras3(K) else w.path, w)
+                          for w in loaded.get_layer('layer').weights)}
+  for name, keep in masks.items():
+    assert not np.any(weights[name][~keep]), name
+    assert np.all(weights[name][keep] != 0), name
+
+
 def test_ema_after_load_model_keeps_locked_entries(tmp_path):
   """The issue's case: fit, save .keras, load_model, fit again with EMA."""
   if not has_ema(K):

@@ -50,8 +50,14 @@ from tf1prune.keras import _version
 __all__ = ['hook_optimizer', 'pin_of', 'pins', 'weight_of']
 
 _CLASSES = {}
-_CONSTRAINT_ATTRS = {'recurrent_kernel': 'recurrent_constraint',
-                     'embeddings': 'embeddings_constraint'}
+# The layer attributes that may hold a weight's constraint, by weight name
+# (default `<name>_constraint`): Keras 3's DepthwiseConv2D calls its weight
+# `kernel`, tf_keras's `depthwise_kernel`; both keep `depthwise_constraint`.
+_CONSTRAINT_ATTRS = {'kernel': ('kernel_constraint', 'depthwise_constraint'),
+                     'depthwise_kernel': ('depthwise_constraint',),
+                     'pointwise_kernel': ('pointwise_constraint',),
+                     'recurrent_kernel': ('recurrent_constraint',),
+                     'embeddings': ('embeddings_constraint',)}
 
 
 def _encode(array):
@@ -91,12 +97,21 @@ def weight_of(layer, name):
   return variable
 
 
+def _settable(owner, attr):
+  """Whether `owner.attr` can be assigned: not a property without setter
+  (an RNN layer's `kernel_constraint` reads its cell's)."""
+  found = getattr(type(owner), attr, None)
+  return not isinstance(found, property) or found.fset is not None
+
+
 def _owner_and_attr(layer, name):
   """(object, attribute) holding the constraint of weight `name` in config."""
-  attr = _CONSTRAINT_ATTRS.get(name, name + '_constraint')
+  attrs = _CONSTRAINT_ATTRS.get(name, (name + '_constraint',))
   for owner in (layer, getattr(layer, 'cell', None)):
-    if owner is not None and hasattr(owner, attr):
-      return owner, attr
+    for attr in attrs:
+      if owner is not None and hasattr(owner, attr) and \
+          _settable(owner, attr):
+        return owner, attr
   return None, None
 
 
