@@ -272,3 +272,20 @@ def test_error_unknown_weight_and_bad_value():
     tk.lock(model, name, 'kernel', ..., value='frozen')
   assert str(e.value) == ("lock value for weight %s/kernel must be 'current', "
                           "'zero', a number or an array, got 'frozen'" % name)
+
+
+def test_error_weight_its_layer_updates_itself():
+  model = K.Sequential([K.Input((6,)), K.layers.Dense(4),
+                        K.layers.BatchNormalization(name='bn')])
+  with pytest.raises(ValueError) as e:
+    tk.lock(model, 'bn', 'moving_mean', np.s_[:2], value='zero')
+  assert str(e.value) == (
+      'weight bn/moving_mean is not trainable: its layer updates it itself '
+      '(moving statistics), where no constraint applies, so a lock or mask on '
+      "it would not hold; lock or prune the trainable weights ['gamma', "
+      "'beta']")
+  # A frozen layer's weights: nothing updates them, the lock is written.
+  frozen = model.layers[0]
+  frozen.trainable = False
+  tk.lock(model, frozen, 'kernel', np.s_[0], value=2.0)
+  assert np.all(np.asarray(frozen.kernel)[0] == 2.0)

@@ -262,6 +262,12 @@ def pin_of(layer, name, model=None):
   `model` (the model the layer trains in) gets its optimizer hooked for EMA.
   """
   variable = weight_of(layer, name)
+  if not variable.trainable and getattr(layer, 'trainable', True):
+    raise ValueError(
+        'weight %s/%s is not trainable: its layer updates it itself (moving '
+        'statistics), where no constraint applies, so a lock or mask on it '
+        'would not hold; lock or prune the trainable weights %s' % (
+            layer.name, name, [short_name(v) for v in layer.trainable_weights]))
   current = variable.constraint
   if is_pin(current):
     current.attach(layer, variable)
