@@ -49,16 +49,19 @@ def test_unsupported_keras_version_message():
     pytest.skip('tf1prune.keras needs TensorFlow 2.x; this is TensorFlow %s'
                 % tf.__version__)
   from tf1prune.keras._version import check_keras_version
+  head = ('tf1prune.keras supports Keras 3 (keras>=3.0 with the TensorFlow '
+          'backend) and Keras 2 from 2.10 on (tf.keras of TensorFlow 2.10 to '
+          '2.15, or tf_keras); got keras 2.9.0. Upgrade TensorFlow to 2.10 or '
+          'later (pip install "tensorflow>=2.10")')
   with pytest.raises(ValueError) as e:
-    check_keras_version('keras', '2.9.0')
-  tf_minor = '.'.join(tf.__version__.split('.')[:2])
-  assert str(e.value) == (
-      'tf1prune.keras supports Keras 3 (keras>=3.0 with the TensorFlow '
-      'backend) and Keras 2 from 2.10 on (tf.keras of TensorFlow 2.10 to 2.15, '
-      'or tf_keras); got keras 2.9.0. Upgrade TensorFlow to 2.10 or later (pip '
-      'install "tensorflow>=2.10"), or install tf_keras matching your '
-      'TensorFlow (pip install "tf_keras~=%s") and build the model with it.'
-      % tf_minor)
+    check_keras_version('keras', '2.9.0', tf_version='2.16.2')
+  assert str(e.value) == head + (
+      ', or install tf_keras matching your TensorFlow (pip install '
+      '"tf_keras~=2.16") and build the model with it.')
+  # tf_keras is published from 2.14 on: no such advice for TensorFlow 2.9.
+  with pytest.raises(ValueError) as e:
+    check_keras_version('keras', '2.9.0', tf_version='2.9.3')
+  assert str(e.value) == head + '.'
   assert check_keras_version('tf_keras', '2.21.0') == 'tf_keras'
   assert check_keras_version('keras', '2.15.0') == 'keras'
   assert check_keras_version('keras', '2.10.0') == 'keras'
@@ -109,3 +112,41 @@ def test_python_blocks_of_eager_page_run(page, tmp_path):
        str(spec)], cwd=str(work), env=env, stdout=subprocess.PIPE,
       stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
   assert run.returncode == 0, run.stderr[-4000:]
+
+
+def _errors_table():
+  """{cause: message} of the Errors table of docs/keras.md."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  text = open(os.path.join(root, 'docs', 'keras.md')).read()
+  table = text.split('\n## Errors\n', 1)[1].split('\n## ', 1)[0]
+  rows = {}
+  for line in table.splitlines():
+    cells = line.split(' | ')
+    if len(cells) == 2 and cells[1].startswith('`'):
+      rows[cells[0].lstrip('| ')] = cells[1].split('`')[1]
+  return rows
+
+
+def test_the_docs_error_table_quotes_the_real_messages():
+  if not TF2:
+    pytest.skip('tf1prune.keras needs TensorFlow 2.x; this is TensorFlow %s'
+                % tf.__version__)
+  import numpy as np
+  import tf1prune.keras as tk
+  k = keras_module()
+  model = k.Sequential([k.Input((6,)), k.layers.Dense(5, name='dense'),
+                        k.layers.BatchNormalization(name='bn')])
+  calls = {
+      'index out of range': lambda: tk.lock(model, 'dense', 'kernel',
+                                            np.s_[6, 0]),
+      'mask of wrong shape': lambda: tk.lock(model, 'dense', 'kernel',
+                                             mask=np.ones((5, 6), bool)),
+      'unknown weight': lambda: tk.lock(model, 'dense', 'gamma', ...),
+      'a weight its layer updates itself': lambda: tk.lock(
+          model, 'bn', 'moving_mean', ..., value='zero'),
+  }
+  table = _errors_table()
+  for cause, call in calls.items():
+    with pytest.raises(ValueError) as e:
+      call()
+    assert table[cause] == str(e.value), cause

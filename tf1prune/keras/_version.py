@@ -37,9 +37,11 @@ _UNSUPPORTED = ('tf1prune.keras supports Keras 3 (keras>=3.0 with the '
                 'TensorFlow backend) and Keras 2 from 2.10 on (tf.keras of '
                 'TensorFlow 2.10 to 2.15, or tf_keras); got {name} {version}. '
                 'Upgrade TensorFlow to 2.10 or later (pip install '
-                '"tensorflow>=2.10"), or install tf_keras matching your '
-                'TensorFlow (pip install "tf_keras~={tf}") and build the model '
-                'with it.')
+                '"tensorflow>=2.10"){tf_keras}')
+# tf_keras is published from 2.14 on, one release per TensorFlow minor.
+_TF_KERAS = (', or install tf_keras matching your TensorFlow (pip install '
+             '"tf_keras~={tf}") and build the model with it.')
+MIN_TF_KERAS = (2, 14)
 
 
 def check_tensorflow(version=None):
@@ -64,19 +66,24 @@ def _major_minor(version):
   return tuple(parts + [0, 0])[:2]
 
 
-def check_keras_version(name, version):
+def check_keras_version(name, version, tf_version=None):
   """Returns `name` if that Keras is supported, else raises ValueError.
 
   Args:
     name: 'keras' (Keras 3, or Keras 2 up to 2.15) or 'tf_keras' (Keras 2).
     version: its version string, e.g. '3.15.1' or '2.15.0'.
+    tf_version: the TensorFlow version for the advice; default the
+      installed one (tf_keras is suggested only where it exists for it).
   """
   ok = (name in ('keras', 'tf_keras') and
         _major_minor(version) >= MIN_KERAS2)
   if not ok:
+    tf_version = tf_version or tf.__version__
+    tf_minor = '.'.join(tf_version.split('.')[:2])
     raise ValueError(_UNSUPPORTED.format(
-        name=name, version=version,
-        tf='.'.join(tf.__version__.split('.')[:2])))
+        name=name, version=version, tf_keras=(
+            _TF_KERAS.format(tf=tf_minor)
+            if _major_minor(tf_version) >= MIN_TF_KERAS else '.')))
   return name
 
 
