@@ -289,3 +289,18 @@ def test_error_weight_its_layer_updates_itself():
   frozen.trainable = False
   tk.lock(model, frozen, 'kernel', np.s_[0], value=2.0)
   assert np.all(np.asarray(frozen.kernel)[0] == 2.0)
+
+
+def test_an_array_value_with_an_index_gives_the_indexed_entries():
+  # On a square kernel [1..5] also broadcasts to the whole weight (as a
+  # row): with an index it is still the column's values.
+  model = K.Sequential([K.Input((5,)), K.layers.Dense(5, name='square')])
+  tk.lock(model, 'square', 'kernel', np.s_[:, 2], value=[1., 2., 3., 4., 5.])
+  kernel = np.asarray(model.layers[0].kernel)
+  np.testing.assert_array_equal(kernel[:, 2], [1., 2., 3., 4., 5.])
+  # With a mask (alone) the array is the whole weight's.
+  rows = np.zeros((5, 5), bool)
+  rows[0] = True
+  tk.lock(model, 'square', 'kernel', mask=rows, value=np.arange(5.)[None])
+  np.testing.assert_array_equal(np.asarray(model.layers[0].kernel)[0],
+                                np.arange(5.))

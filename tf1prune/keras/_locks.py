@@ -46,8 +46,9 @@ def resolve_layer(model, layer):
 def _values(value, current, what, index=None):
   """The ndarray of lock values for `value` ('current', 'zero', number, array).
 
-  An array broadcasts to the weight's shape, or (with `index`) to the shape of
-  `weight[index]`: then it gives the values of the indexed entries.
+  With `index`, an array that broadcasts to the shape of `weight[index]`
+  gives the values of the indexed entries; else (or without `index`) it
+  broadcasts to the weight's shape.
   """
   if isinstance(value, str):
     if value == 'current':
@@ -58,17 +59,18 @@ def _values(value, current, what, index=None):
                      "an array, got %r" % (what, value))
   if isinstance(value, numbers.Real) and not isinstance(value, bool):
     return np.full_like(current, value)
+  if index is not None:
+    try:
+      full = np.array(current)
+      full[index] = np.broadcast_to(np.asarray(value, current.dtype),
+                                    full[index].shape)
+      return full
+    except (IndexError, TypeError, ValueError):
+      pass
   try:
     return np.array(np.broadcast_to(np.asarray(value, current.dtype),
                                     current.shape))
   except (TypeError, ValueError) as e:
-    if index is not None:
-      try:
-        full = np.array(current)
-        full[index] = np.asarray(value, current.dtype)
-        return full
-      except (IndexError, TypeError, ValueError):
-        pass
     raise ValueError('lock value for %s must be a number or an array that '
                      'broadcasts to shape %s, got %r (%s)'
                      % (what, list(current.shape), value, e))
@@ -85,8 +87,8 @@ def lock(model, layer, weight='kernel', index=None, mask=None, value='current'):
     mask: bool array of the weight's shape, True where locked (with `index`:
       the union).
     value: 'current' (the values they have now), 'zero', a number, or an
-      array broadcastable to the weight's shape (or, with `index`, to the
-      shape of `weight[index]`).
+      array: with `index` (and no `mask`), the values of `weight[index]`
+      (broadcast to its shape), else broadcast to the weight's shape.
 
   Returns:
     The weight's `Pin` (`.locked`, `.values`, `.mask` as NumPy arrays).
@@ -99,7 +101,8 @@ def lock(model, layer, weight='kernel', index=None, mask=None, value='current'):
   variable = _pin.weight_of(layer, weight)
   what = 'weight %s/%s' % (layer.name, weight)
   selected = index_mask(variable.shape, index, mask, what)
-  values = _values(value, variable.numpy(), what, index)
+  values = _values(value, variable.numpy(), what,
+                   index if mask is None else None)
   pin = _pin.pin_of(layer, weight, model)
   pin.add_lock(selected, values)
   pin.apply()
