@@ -202,6 +202,11 @@ def test_pruner_errors():
   with pytest.raises(ValueError) as e:
     tk.Pruner(unbuilt, weights=[('later', 'kernel')])
   assert str(e.value).startswith("layer 'later' is not built yet")
+  with pytest.raises(ValueError) as e:
+    tk.Pruner(small_model(K), weights=['dense'])
+  assert str(e.value) == (
+      'weights= must be a list of (layer or layer name, weight name) pairs, '
+      "e.g. [('dense', 'kernel')]; got the entry 'dense'")
 
 
 # Lottery tickets.

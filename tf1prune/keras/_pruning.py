@@ -112,6 +112,12 @@ class Pruner(object):
 
   def _targets(self, weights):
     if weights is not None:
+      for entry in weights:
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2 and
+                isinstance(entry[1], str)):
+          raise ValueError(
+              'weights= must be a list of (layer or layer name, weight name) '
+              "pairs, e.g. [('dense', 'kernel')]; got the entry %r" % (entry,))
       return [(resolve_layer(self.model, layer), name) for layer, name in weights]
     targets = []
     for layer in _pin._layers(self.model):
