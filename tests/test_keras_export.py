@@ -47,18 +47,26 @@ np.savez(inp + '.out.npz', **results)
 '''
 
 
-def _pruned_locked_model():
+def _pruned_locked_model(nested=False):
+  """The small model, locked, pruned and trained; `nested`: inside a
+  functional model with one more Dense layer."""
   model = small_model(K)
+  first = model.layers[0]
+  if nested:
+    inputs = K.Input(model.input_shape[1:])
+    model = K.Model(inputs, K.layers.Dense(model.output_shape[-1],
+                                           name='head')(model(inputs)))
   model.compile(K.optimizers.Adam(0.05), 'mse')
-  tk.lock(model, model.layers[0], 'kernel', np.s_[0, :], value=0.25)
+  tk.lock(model, first, 'kernel', np.s_[0, :], value=0.25)
   pruner = tk.Pruner(model)
   pruner.update(sparsity=0.6)
   model.fit(*data(), batch_size=8, epochs=1, verbose=0)
   return model
 
 
-def test_strip_model_folds_pins_and_keeps_outputs():
-  model = _pruned_locked_model()
+@pytest.mark.parametrize('nested', [False, True])
+def test_strip_model_folds_pins_and_keeps_outputs(nested):
+  model = _pruned_locked_model(nested)
   plain = tk.strip_model(model)
   config = json.dumps(plain.get_config())
   assert 'tf1prune' not in config and 'Pin' not in config
@@ -69,8 +77,9 @@ def test_strip_model_folds_pins_and_keeps_outputs():
                                 plain.predict(x, verbose=0))
 
 
-def test_exports_load_and_run_without_tf1prune(tmp_path):
-  model = _pruned_locked_model()
+@pytest.mark.parametrize('nested', [False, True])
+def test_exports_load_and_run_without_tf1prune(tmp_path, nested):
+  model = _pruned_locked_model(nested)
   keras_path = str(tmp_path / 'plain.keras')
   tk.strip_model(model).save(keras_path)
   saved = str(tmp_path / 'saved')

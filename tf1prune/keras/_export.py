@@ -35,14 +35,28 @@ __all__ = ['export_frozen_pb', 'export_saved_model', 'strip_model',
            'strip_report']
 
 
-def _unpinned_config(layer, keras):
-  config = layer.get_config()
-  for key in list(config):
-    if key.endswith('_constraint') and _pin.is_pin(getattr(layer, key, None)):
-      inner = getattr(layer, key).inner
-      config[key] = (keras.constraints.serialize(inner)
-                     if inner is not None else None)
+_PIN_FIELDS = frozenset(['shape', 'dtype', 'mask', 'locked', 'values',
+                         'inner'])
+
+
+def _unpinned(config):
+  """`config` (a layer's, as get_config gives it) with every serialized
+  pin, at any depth (the layers of a nested model, an RNN's cell), replaced
+  by the constraint it wrapped (serialized) or None."""
+  if isinstance(config, dict):
+    inner = config.get('config')
+    if isinstance(inner, dict) and set(inner) == _PIN_FIELDS and 'Pin' in str(
+        config.get('registered_name') or config.get('class_name')):
+      return inner['inner']
+    return {key: _unpinned(value) for key, value in config.items()}
+  if isinstance(config, (list, tuple)):
+    return type(config)(_unpinned(value) for value in config)
   return config
+
+
+def _unpinned_config(layer, keras):
+  del keras  # the serialized pins carry their inner constraint
+  return _unpinned(layer.get_config())
 
 
 def strip_model(model, shrink=False):
