@@ -284,3 +284,34 @@ def test_rewind_before_snapshot_is_a_clear_error():
   assert str(e.value) == ('LotteryTicket.rewind: no snapshot yet; call '
                           'snapshot() after building the model (or at the '
                           'rewind step)')
+
+
+def test_weights_sharing_a_short_name_are_named_by_their_path():
+  # MultiHeadAttention holds four kernels, Bidirectional two LSTMs' worth.
+  K.utils.set_random_seed(2)
+  inputs = K.Input((5, 8))
+  attention = K.layers.MultiHeadAttention(2, 4, name='mha')(inputs, inputs)
+  both = K.layers.Bidirectional(K.layers.LSTM(3), name='bi')(attention)
+  model = K.Model(inputs, K.layers.Dense(1, name='head')(both))
+  pruner = tk.Pruner(model, 'do_not_prune=[head]')
+  kernels = ['mha/%s/kernel' % n for n in ('query', 'key', 'value',
+                                           'attention_output')]
+  lstms = ['bi/%s_lstm/lstm_cell/kernel' % n for n in ('forward', 'backward')]
+  assert pruner.weight_names == kernels + lstms
+  pruner.update(sparsity=0.5)
+  for name, keep in pruner.masks().items():
+    assert keep.mean() == 0.5, name
+  variables = {v.name if not hasattr(v, 'path') else v.path: v
+               for v in model.weights}
+  for name, keep in pruner.masks().items():
+    value, = [np.asarray(v) for path, v in variables.items()
+              if path.split(':')[0].endswith(name)]
+    assert not np.any(value[~keep]) and np.all(value[keep] != 0), name
+  with pytest.raises(ValueError) as e:
+    tk.lock(model, 'mha', 'kernel', ...)
+  assert str(e.value) == (
+      "layer 'mha' has 4 weights named 'kernel'; name one by its path below "
+      "the layer: ['query/kernel', 'key/kernel', 'value/kernel', "
+      "'attention_output/kernel']")
+  tk.lock(model, 'mha', 'key/kernel', np.s_[0], value=1.5)
+  assert sorted(tk.locked_entries(model)) == ['mha/key/kernel']

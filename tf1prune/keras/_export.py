@@ -21,6 +21,7 @@ input, the output's node name in the report) that loads with
 each folded weight counted on the values written.
 """
 
+import collections.abc
 import gzip
 import os
 
@@ -35,22 +36,21 @@ __all__ = ['export_frozen_pb', 'export_saved_model', 'strip_model',
            'strip_report']
 
 
-_PIN_FIELDS = frozenset(['shape', 'dtype', 'mask', 'locked', 'values',
-                         'inner'])
-
-
 def _unpinned(config):
   """`config` (a layer's, as get_config gives it) with every serialized
   pin, at any depth (the layers of a nested model, an RNN's cell), replaced
   by the constraint it wrapped (serialized) or None."""
-  if isinstance(config, dict):
-    inner = config.get('config')
-    if isinstance(inner, dict) and set(inner) == _PIN_FIELDS and 'Pin' in str(
-        config.get('registered_name') or config.get('class_name')):
-      return inner['inner']
+  if _pin.is_serialized_pin(config):
+    return config['config']['inner']
+  # tf_keras configs hold TensorFlow's tracking wrappers of dicts and
+  # lists: rebuilt as plain ones.
+  if isinstance(config, collections.abc.Mapping):
     return {key: _unpinned(value) for key, value in config.items()}
-  if isinstance(config, (list, tuple)):
-    return type(config)(_unpinned(value) for value in config)
+  if isinstance(config, tuple):
+    return tuple(_unpinned(value) for value in config)
+  if isinstance(config, collections.abc.Sequence) and not isinstance(
+      config, (str, bytes)):
+    return [_unpinned(value) for value in config]
   return config
 
 

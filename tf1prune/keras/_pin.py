@@ -38,6 +38,7 @@ locked model; Keras 2 and tf_keras need `import tf1prune.keras` before
 """
 
 import base64
+import collections.abc
 import importlib
 import sys
 import weakref
@@ -47,7 +48,8 @@ import tensorflow as tf
 
 from tf1prune.keras import _version
 
-__all__ = ['hook_optimizer', 'pin_of', 'pins', 'weight_of']
+__all__ = ['hook_optimizer', 'named_weights', 'pin_of', 'pins',
+           'weight_of']
 
 _CLASSES = {}
 # The layer attributes that may hold a weight's constraint, by weight name
@@ -74,8 +76,35 @@ def short_name(variable):
   return variable.name.split('/')[-1].split(':')[0]
 
 
+def _below(layer, variable):
+  """The variable's path below `layer` (`query/kernel` in a
+  MultiHeadAttention named `mha`: `mha/query/kernel`), else its short name."""
+  path = getattr(variable, 'path', None)
+  parts = (path if isinstance(path, str) else variable.name).split(':')[0]
+  parts = parts.split('/')
+  for i in range(len(parts) - 2, -1, -1):
+    if parts[i] == layer.name:
+      return '/'.join(parts[i + 1:])
+  return short_name(variable)
+
+
+def named_weights(layer):
+  """[(name, variable)] of `layer.weights`, in order.
+
+  A weight's name is its short name (`kernel`), unless the layer holds
+  several weights of that short name (MultiHeadAttention's four kernels,
+  Bidirectional's two LSTMs): then its path below the layer
+  (`query/kernel`, `forward_lstm/lstm_cell/kernel`).
+  """
+  shorts = [short_name(v) for v in layer.weights]
+  return [(s if shorts.count(s) == 1 else _below(layer, v), v)
+          for s, v in zip(shorts, layer.weights)]
+
+
 def weight_of(layer, name):
   """Returns the built variable `name` of `layer` (clear errors otherwise).
+
+  `name` as `named_weights` gives it.
 
   Raises:
     ValueError: the layer is not built or has no such weight.
@@ -85,10 +114,16 @@ def weight_of(layer, name):
         'layer %r is not built yet, so it has no weight %r: build the model '
         'first (model.build(input_shape), or call it on a batch, or give it an '
         'Input) before locking or pruning' % (layer.name, name))
-  found = [v for v in layer.weights if short_name(v) == name]
-  if not found:
+  named = named_weights(layer)
+  found = [v for n, v in named if n == name]
+  if len(found) != 1:
+    shared = [n for n, v in named if short_name(v) == name]
+    if shared:
+      raise ValueError('layer %r has %d weights named %r; name one by its '
+                       'path below the layer: %s' % (layer.name, len(shared),
+                                                     name, shared))
     raise ValueError('layer %r has no weight %r; its weights are %s'
-                     % (layer.name, name, [short_name(v) for v in layer.weights]))
+                     % (layer.name, name, [n for n, _ in named]))
   variable = found[0]
   dtype = tf.as_dtype(variable.dtype)
   if not dtype.is_floating:
@@ -104,15 +139,69 @@ def _settable(owner, attr):
   return not isinstance(found, property) or found.fset is not None
 
 
-def _owner_and_attr(layer, name):
-  """(object, attribute) holding the constraint of weight `name` in config."""
-  attrs = _CONSTRAINT_ATTRS.get(name, (name + '_constraint',))
+def _direct_owner(layer, variable, keras):
+  """The innermost layer, among `layer` and the layers its attributes hold
+  (a cell, MultiHeadAttention's dense layers, Bidirectional's two RNNs, and
+  theirs), whose weights include `variable`."""
+  owner, pending, seen = layer, [layer], {id(layer)}
+  while pending:
+    current = pending.pop()
+    for value in list(vars(current).values()):
+      if isinstance(value, keras.layers.Layer) and id(value) not in seen:
+        seen.add(id(value))
+        if any(v is variable for v in value.weights):
+          owner = value
+          pending.append(value)
+  return owner
+
+
+def _owner_and_attr(layer, name, variable=None):
+  """(object, attribute) holding the constraint of weight `name` in config:
+  on the layer that owns the variable directly, or its RNN cell."""
+  if variable is not None:
+    layer = _direct_owner(layer, variable, _version.keras_of(layer))
+  short = name.split('/')[-1]
+  attrs = _CONSTRAINT_ATTRS.get(short, (short + '_constraint',))
   for owner in (layer, getattr(layer, 'cell', None)):
     for attr in attrs:
       if owner is not None and hasattr(owner, attr) and \
           _settable(owner, attr):
         return owner, attr
   return None, None
+
+
+def is_serialized_pin(config):
+  """Whether `config` is a pin as a layer's get_config holds it."""
+  if not isinstance(config, collections.abc.Mapping):
+    return False
+  inner = config.get('config')
+  return (isinstance(inner, collections.abc.Mapping) and
+          set(inner) == _PIN_FIELDS and
+          'Pin' in str(config.get('registered_name') or
+                       config.get('class_name')))
+
+
+_PIN_FIELDS = frozenset(['shape', 'dtype', 'mask', 'locked', 'values',
+                         'inner'])
+
+
+def _count_pins(config):
+  if is_serialized_pin(config):
+    return 1
+  if isinstance(config, collections.abc.Mapping):
+    return sum(_count_pins(v) for v in config.values())
+  if isinstance(config, collections.abc.Sequence) and not isinstance(
+      config, (str, bytes)):
+    return sum(_count_pins(v) for v in config)
+  return 0
+
+
+def _saved_pins(layer):
+  """How many pins `layer.get_config()` holds (-1: it has no config)."""
+  try:
+    return _count_pins(layer.get_config())
+  except (NotImplementedError, TypeError, ValueError):
+    return -1
 
 
 def _pin_class(keras):
@@ -278,14 +367,17 @@ def pin_of(layer, name, model=None):
   pin.attach(layer, variable)
   pin.attach_model(model)
   _set_variable_constraint(variable, pin)
-  owner, attr = _owner_and_attr(layer, name)
+  owner, attr = _owner_and_attr(layer, name, variable)
+  before = _saved_pins(layer)
   if owner is not None:
     setattr(owner, attr, pin)
-  else:
+  if owner is None or before < 0 or _saved_pins(layer) <= before:
+    # No attribute, or one the layer's config does not hold
+    # (MultiHeadAttention rebuilds its dense layers from its own arguments).
     tf.get_logger().warning(
-        'tf1prune.keras: layer %s has no %s_constraint attribute; the pin on '
-        'its weight %s works in training but is not saved with the model '
-        'config', layer.name, name, name)
+        'tf1prune.keras: the config of layer %s does not hold a constraint of '
+        'its weight %s; the pin on it works in training but is not saved '
+        'with the model config', layer.name, name)
   return pin
 
 
@@ -293,12 +385,12 @@ def pins(model):
   """Returns [(layer, weight name, variable, Pin)] of every pinned weight."""
   out = []
   for layer in _layers(model):
-    for variable in layer.weights:
+    for name, variable in named_weights(layer):
       if is_pin(getattr(variable, 'constraint', None)):
         pin = variable.constraint
         pin.attach(layer, variable)
         pin.attach_model(model)
-        out.append((layer, short_name(variable), variable, pin))
+        out.append((layer, name, variable, pin))
   seen, unique = set(), []
   for entry in out:
     if id(entry[2]) not in seen:

@@ -127,9 +127,9 @@ class Pruner(object):
         raise ValueError('layer %r is not built yet: build the model first '
                          '(model.build(input_shape), or call it on a batch, or '
                          'give it an Input)' % layer.name)
-      for variable in layer.weights:
+      for name, variable in _pin.named_weights(layer):
         if _pin.short_name(variable) in DEFAULT_WEIGHTS:
-          targets.append((layer, _pin.short_name(variable)))
+          targets.append((layer, name))
     return targets
 
   @property
