@@ -1,5 +1,8 @@
 """The documentation runs: every ```python block of README.md and docs/*.md.
 
+A ```text block right after a ```python block (blank lines between) is its
+output: the block must print exactly that.
+
 The blocks of one page run in order in one fresh Python process
 (tests/_docs_worker.py), in a temporary working directory: they share names
 (a page imports once, a later block may use a folder an earlier one trained
@@ -56,8 +59,21 @@ def _blocks(page):
 
 
 def _runnable(page):
-  return [dict(path=page, line=line, code=code)
-          for info, line, code in _blocks(page) if info == RUN]
+  """The page's ```python blocks to run, each with `expect`: the text of a
+  ```text block right after it (blank lines between), which must be what
+  the block prints; else None."""
+  blocks, lines = _blocks(page), _read(page).split('\n')
+  runnable = []
+  for k, (info, line, code) in enumerate(blocks):
+    if info != RUN:
+      continue
+    expect = None
+    if k + 1 < len(blocks) and blocks[k + 1][0] == 'text':
+      between = lines[line - 1 + code.count('\n') + 1:blocks[k + 1][1] - 2]
+      if not any(l.strip() for l in between):
+        expect = blocks[k + 1][2]
+    runnable.append(dict(path=page, line=line, code=code, expect=expect))
+  return runnable
 
 
 # A page with this line runs in an eager Keras process instead
