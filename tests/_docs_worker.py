@@ -5,8 +5,9 @@
 `blocks.json` is a list of `{"path": ..., "line": ..., "code": ...,
 "expect": ...}`. The blocks share one namespace (a page imports once); each
 starts on a fresh default graph. A block with an `expect` text must print
-exactly that (the page's ```text block after it). A failing block prints its traceback, whose file and line
-numbers are the page's own, and the worker exits with status 1.
+exactly that (the page's ```text block after it). A failing block prints
+its traceback, whose file and line numbers are the page's own (or the
+difference of its output), and the worker exits with status 1.
 """
 
 import difflib
