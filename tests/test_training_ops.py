@@ -180,10 +180,20 @@ def test_write_inference_graph_streams_the_same_graph(train_dir, tmp_path):
   assert graph_def == expected
 
 
-def test_a_model_fn_still_in_training_mode_is_refused(train_dir):
+def test_a_model_fn_still_in_training_mode_is_refused(train_dir, tmp_path):
   with pytest.raises(tf1prune.TrainingGraphError):
     tf1prune.inference_graph_def(lambda: _net(True, train_dir[1]),
                                  train_dir[0], [_OUTPUT])
+  path = str(tmp_path / 'training.pb')
+  with pytest.raises(tf1prune.TrainingGraphError):
+    tf1prune.write_inference_graph(lambda: _net(True, train_dir[1]),
+                                   train_dir[0], [_OUTPUT], path)
+  assert not os.path.exists(path)
+  # An expert keeps them with allow_training_ops, as with the strip.
+  tf1prune.write_inference_graph(lambda: _net(True, train_dir[1]),
+                                 train_dir[0], [_OUTPUT], path,
+                                 allow_training_ops=True)
+  assert os.path.getsize(path) > 0
 
 
 def test_model_fn_must_be_callable(train_dir):

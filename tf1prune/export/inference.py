@@ -81,13 +81,14 @@ def inference_graph_def(model_fn, checkpoint_dir, output_node_names,
 
 
 def write_inference_graph(model_fn, checkpoint_dir, output_node_names,
-                          output_path, allow_no_masks=False, progress=None):
+                          output_path, allow_no_masks=False,
+                          allow_training_ops=False, progress=None):
   """`inference_graph_def` streamed to a `.pb`, as `strip_checkpoint` writes.
 
   Args:
     model_fn, checkpoint_dir, output_node_names: as `inference_graph_def`.
     output_path: the `.pb` to write (atomically); its directory must exist.
-    allow_no_masks: as `strip_checkpoint`'s.
+    allow_no_masks, allow_training_ops: as `strip_checkpoint`'s.
     progress: optional `progress(stage, done, total, fraction)` callable.
 
   Returns:
@@ -99,4 +100,5 @@ def write_inference_graph(model_fn, checkpoint_dir, output_node_names,
   return strip_read_checkpoint(rebuilt_checkpoint(model_fn, checkpoint_dir),
                                output_node_names, output_path,
                                allow_no_masks=allow_no_masks,
+                               allow_training_ops=allow_training_ops,
                                progress=progress)
