@@ -130,3 +130,19 @@ def test_workers_import_only_this_tf1prune_even_after_another_ran_there(
   assert os.path.realpath(os.path.join(home, 'tf1prune')) == os.path.realpath(
       os.path.dirname(deploy.__file__).rsplit(os.sep, 1)[0])
   assert deploy._package_home(str(tmp_path)) == home
+
+
+def test_a_worker_that_cannot_run_is_one_line_error(tmp_path, capsys):
+  broken = tmp_path / 'python'
+  broken.write_text('#!/bin/sh\nexit 3\n')
+  broken.chmod(0o755)
+  with pytest.raises(ValueError) as e:
+    deploy.check_deploy([str(broken)], str(tmp_path / 'work'),
+                        ['cnn_filter_shrunk'])
+  assert str(e.value).startswith('the deploy worker under %s failed (build, '
+                                 'exit status 3' % broken)
+  assert check_deploy_cli.main(['--tf1_python', str(broken),
+                                '--models', 'cnn_filter_shrunk',
+                                '--work_dir', str(tmp_path / 'cli')]) == 1
+  last = capsys.readouterr().err.splitlines()[-1]
+  assert last.startswith('check_deploy: error: the deploy worker under ')

@@ -105,8 +105,14 @@ def _run_worker(python, home, args, **kwargs):
   path = os.path.dirname(os.path.abspath(python))
   env = dict(os.environ, PYTHONPATH=home, TF_CPP_MIN_LOG_LEVEL='2',
              PATH=path + os.pathsep + os.environ.get('PATH', ''))
-  return subprocess.run([python, '-m', 'tf1prune.deploy._worker'] + args,
-                        env=env, check=True, cwd=home, **kwargs)
+  try:
+    return subprocess.run([python, '-m', 'tf1prune.deploy._worker'] + args,
+                          env=env, check=True, cwd=home, **kwargs)
+  except subprocess.CalledProcessError as e:
+    raise ValueError('the deploy worker under %s failed (%s, exit status %d; '
+                     'its error is printed above): check that this Python '
+                     'has TensorFlow and the consumers installed'
+                     % (python, args[0], e.returncode))
 
 
 def _relative_diff(got, want):
