@@ -184,6 +184,17 @@ def test_an_output_that_is_a_directory_is_refused_before_any_work(
   assert os.listdir(str(taken)) == []
 
 
+def test_two_outputs_of_one_name_are_refused(checkpoints, tmp_path, capsys):
+  path = str(tmp_path / 'pruning_stripped.pb')
+  assert strip_cli.main(['--checkpoint_dir', checkpoints[0],
+                         '--output_node_names=fc2/BiasAdd',
+                         '--output_dir', str(tmp_path),
+                         '--report_json', path]) == 1
+  assert ('--filename and --report_json name the same file %r' % path
+          in _error_line(capsys))
+  assert os.listdir(str(tmp_path)) == []
+
+
 def test_usage_errors_are_one_line_with_status_2(capsys):
   with pytest.raises(SystemExit) as exit_info:
     strip_cli.main(['--output_node_names=y'])

@@ -161,10 +161,14 @@ def _run(args, progress=None):
         (flag, os.path.abspath(value)) for flag, value in (
             ('--tflite', args.tflite), ('--report_json', args.report_json))
         if value]
-    for flag, target in targets:
+    for k, (flag, target) in enumerate(targets):
       if os.path.isdir(target):
         raise ValueError('%s %r is a directory; give the path of a file to '
                          'write' % (flag, target))
+      for other, earlier in targets[:k]:
+        if earlier == target:
+          raise ValueError('%s and %s name the same file %r; give each its '
+                           'own' % (other, flag, target))
     # Every file is written under a staging name and renamed last (the .pb
     # after the others), so a run that fails leaves older files as they
     # were and no new one; what killed runs of these files left is removed
