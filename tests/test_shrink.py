@@ -301,6 +301,32 @@ def test_grouped_conv_is_skipped_not_shrunk(grouped_first):
   assert all(l.outputs_after == l.outputs_before for l in report.layers)
 
 
+@pytest.mark.parametrize('stride', [1, 2])
+def test_an_input_of_unknown_size_gets_the_removed_values_as_a_ones_channel(
+    stride):
+  # A SAME conv pads by the input's size; a ones channel it pads itself
+  # gives each position what the removed channels (relu(bias) > 0) gave.
+  x = tf.placeholder(tf.float32, [None, None, None, 3], name='x')
+  init = tf.glorot_uniform_initializer(seed=4)
+  with tf.Session() as sess:
+    w1, w2 = sess.run([init([3, 3, 3, 6]), init([3, 3, 6, 4])])
+  w1[..., [1, 4]] = 0.0
+  h = tf.nn.relu(_conv(x, w1, np.linspace(0.2, 1.2, 6), 'SAME'))
+  _conv(h, w2, np.zeros(4), 'SAME', stride, name='y')
+  graph_def = tf.get_default_graph().as_graph_def()
+  small, report = shrink_graph_def(graph_def, ['y'])
+  rs = np.random.RandomState(stride)
+  for size in (7, 8):     # odd and even: SAME pads them differently
+    feed = rs.randn(2, size, size, 3).astype(np.float32)
+    np.testing.assert_allclose(_run(small, feed), _run(graph_def, feed),
+                               rtol=1e-5, atol=1e-5)
+  assert report.stops == []
+  assert [(l.outputs_before, l.outputs_after) for l in report.layers] == [
+      (6, 4), (4, 4)]
+  ops = {n.name: n.op for n in small.node}
+  assert ops['Conv2D_1/shrink_ones/fill'] == 'Fill'
+
+
 @pytest.mark.parametrize('radius,beta',
                          [(2, 0.75), (5, 0.5), (1, 1.0), (3, 0.6)])
 def test_lrn_loses_channels_that_are_0_there_and_becomes_a_band_conv(

@@ -135,6 +135,14 @@ def _sink_update(g, layer, x, rows, keep, objective):
   a padded conv."""
   if not np.any(x):
     return None
+  if layer.kind == 'conv' and layer_pads(
+      g, layer.node, g.value(layer.weight).shape[:2]) is None:
+    # SAME padding of an unknown size, for values the same everywhere
+    # (`_decide`): one ones channel per distinct vector, padded by the
+    # conv as the data is.
+    kernel = g.value(layer.weight)[:, :, rows, :]
+    pattern, weights, _ = extra_channels(x, kernel)
+    return pattern, weights, None
   value = _contribution(g, layer, x, rows)
   uniform = _uniform(value)
   if uniform is not None:
@@ -231,8 +239,12 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
     pads = layer_pads(g, layer.node, g.value(layer.weight).shape[:2])
     nonzero = np.any(value, axis=(0, 1))
     node = (layer.node.name, layer.node.op)
-    if pads is None:
+    if pads is None and (not fold_borders or value.shape[:2] != (1, 1)):
+      # The same value everywhere reaches it as a ones channel that the conv
+      # pads itself, whatever the size; a map needs the size.
       limit = 'the input size of %s is unknown' % layer.node.name
+    elif pads is None:
+      continue
     elif not fold_borders and (np.any(pads) or value.shape[:2] != (1, 1)):
       limit = '%s zero-pads its input (fold_borders=False)' % layer.node.name
     else:
