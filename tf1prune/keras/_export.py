@@ -21,7 +21,6 @@ input, the output's node name in the report) that loads with
 each folded weight counted on the values written.
 """
 
-import collections.abc
 import gzip
 import os
 
@@ -34,29 +33,6 @@ from tf1prune.keras import _pin, _version
 
 __all__ = ['export_frozen_pb', 'export_saved_model', 'strip_model',
            'strip_report']
-
-
-def _unpinned(config):
-  """`config` (a layer's, as get_config gives it) with every serialized
-  pin, at any depth (the layers of a nested model, an RNN's cell), replaced
-  by the constraint it wrapped (serialized) or None."""
-  if _pin.is_serialized_pin(config):
-    return config['config']['inner']
-  # tf_keras configs hold TensorFlow's tracking wrappers of dicts and
-  # lists: rebuilt as plain ones.
-  if isinstance(config, collections.abc.Mapping):
-    return {key: _unpinned(value) for key, value in config.items()}
-  if isinstance(config, tuple):
-    return tuple(_unpinned(value) for value in config)
-  if isinstance(config, collections.abc.Sequence) and not isinstance(
-      config, (str, bytes)):
-    return [_unpinned(value) for value in config]
-  return config
-
-
-def _unpinned_config(layer, keras):
-  del keras  # the serialized pins carry their inner constraint
-  return _unpinned(layer.get_config())
 
 
 def strip_model(model, shrink=False):
@@ -75,7 +51,7 @@ def strip_model(model, shrink=False):
   pinned = {id(v): pin for _, _, v, pin in _pin.pins(model)}
 
   def clone(layer):
-    return layer.__class__.from_config(_unpinned_config(layer, keras))
+    return layer.__class__.from_config(_pin.unpinned(layer.get_config())[0])
 
   try:
     plain = keras.models.clone_model(model, clone_function=clone)

@@ -49,7 +49,7 @@ import tensorflow as tf
 from tf1prune.keras import _version
 
 __all__ = ['hook_optimizer', 'named_weights', 'pin_of', 'pins',
-           'weight_of']
+           'unpinned', 'weight_of']
 
 _CLASSES = {}
 # The layer attributes that may hold a weight's constraint, by weight name
@@ -155,11 +155,11 @@ def _direct_owner(layer, variable, keras):
   return owner
 
 
-def _owner_and_attr(layer, name, variable=None):
-  """(object, attribute) holding the constraint of weight `name` in config:
-  on the layer that owns the variable directly, or its RNN cell."""
-  if variable is not None:
-    layer = _direct_owner(layer, variable, _version.keras_of(layer))
+def _owner_and_attr(layer, name, variable):
+  """(object, attribute) holding the constraint of weight `name` (the
+  `variable`) in config: on the layer that owns the variable directly, or
+  its RNN cell."""
+  layer = _direct_owner(layer, variable, _version.keras_of(layer))
   short = name.split('/')[-1]
   attrs = _CONSTRAINT_ATTRS.get(short, (short + '_constraint',))
   for owner in (layer, getattr(layer, 'cell', None)):
@@ -170,7 +170,11 @@ def _owner_and_attr(layer, name, variable=None):
   return None, None
 
 
-def is_serialized_pin(config):
+_PIN_FIELDS = frozenset(['shape', 'dtype', 'mask', 'locked', 'values',
+                         'inner'])
+
+
+def _is_serialized_pin(config):
   """Whether `config` is a pin as a layer's get_config holds it."""
   if not isinstance(config, collections.abc.Mapping):
     return False
@@ -181,25 +185,32 @@ def is_serialized_pin(config):
                        config.get('class_name')))
 
 
-_PIN_FIELDS = frozenset(['shape', 'dtype', 'mask', 'locked', 'values',
-                         'inner'])
+def unpinned(config):
+  """(`config` with every serialized pin, at any depth, replaced by the
+  constraint it wrapped (serialized) or None, how many there were).
 
-
-def _count_pins(config):
-  if is_serialized_pin(config):
-    return 1
+  `config` is a layer's, as get_config gives it: the layers of a nested
+  model and an RNN's cell are inside. tf_keras configs hold TensorFlow's
+  tracking wrappers of dicts and lists: rebuilt as plain ones.
+  """
+  if _is_serialized_pin(config):
+    return config['config']['inner'], 1
   if isinstance(config, collections.abc.Mapping):
-    return sum(_count_pins(v) for v in config.values())
+    items = [(key, unpinned(value)) for key, value in config.items()]
+    return ({key: value for key, (value, _) in items},
+            sum(count for _, (_, count) in items))
   if isinstance(config, collections.abc.Sequence) and not isinstance(
       config, (str, bytes)):
-    return sum(_count_pins(v) for v in config)
-  return 0
+    items = [unpinned(value) for value in config]
+    kind = tuple if isinstance(config, tuple) else list
+    return kind(value for value, _ in items), sum(c for _, c in items)
+  return config, 0
 
 
 def _saved_pins(layer):
   """How many pins `layer.get_config()` holds (-1: it has no config)."""
   try:
-    return _count_pins(layer.get_config())
+    return unpinned(layer.get_config())[1]
   except (NotImplementedError, TypeError, ValueError):
     return -1
 
