@@ -157,29 +157,32 @@ def _run(args, progress=None):
                        '1.15 run its TFLite converter on the .pb yourself' %
                        tf.__version__)
     path = os.path.join(output_dir, args.filename)
-    targets = [('--filename', path)] + [
-        (flag, os.path.abspath(value)) for flag, value in (
-            ('--tflite', args.tflite), ('--report_json', args.report_json))
-        if value]
-    for k, (flag, target) in enumerate(targets):
+    targets = {'--filename': path}      # flag -> file, the .pb first
+    for flag, value in (('--tflite', args.tflite),
+                        ('--report_json', args.report_json)):
+      if value:
+        targets[flag] = os.path.abspath(value)
+    named = {}
+    for flag, target in targets.items():
       if os.path.isdir(target):
         raise ValueError('%s %r is a directory; give the path of a file to '
                          'write' % (flag, target))
-      for other, earlier in targets[:k]:
-        if earlier == target:
-          raise ValueError('%s and %s name the same file %r; give each its '
-                           'own' % (other, flag, target))
+      if target in named:
+        raise ValueError('%s and %s name the same file %r; give each its '
+                         'own' % (named[target], flag, target))
+      named[target] = flag
     # Every file is written under a staging name and renamed last (the .pb
     # after the others), so a run that fails leaves older files as they
     # were and no new one; what killed runs of these files left is removed
     # first.
-    staged = {}
+    staged = {}                         # flag -> staging file
     try:
-      for _, target in targets:
+      for flag, target in targets.items():
         atomic.remove_stale_staging(target)
-        staged[target] = atomic.staging_path(target, 'staged')
+        staged[flag] = atomic.staging_path(target, 'staged')
       report = export.strip_checkpoint(args.checkpoint_dir,
-                                      args.output_node_names, staged[path],
+                                      args.output_node_names,
+                                      staged['--filename'],
                                       allow_no_masks=args.allow_no_masks,
                                       allow_training_ops=args.allow_training_ops,
                                       progress=progress)
@@ -187,24 +190,23 @@ def _run(args, progress=None):
       report.shrink_report = None
       if args.shrink:
         report.shrink_report = export.shrink_pb(
-            staged[path], args.output_node_names,
+            staged['--filename'], args.output_node_names,
             objective=args.shrink_objective, progress=progress)
       report.tflite_report = None
       if args.tflite:
         from tf1prune.export import write_tflite  # pylint: disable=g-import-not-at-top
-        tflite = os.path.abspath(args.tflite)
         report.tflite_report = write_tflite(
-            staged[path], args.output_node_names,
-            staged[tflite])._replace(path=args.tflite)
+            staged['--filename'], args.output_node_names,
+            staged['--tflite'])._replace(path=args.tflite)
       if args.report_json:
         data = report.to_dict()
         if report.shrink_report is not None:
           data['shrink'] = report.shrink_report.to_dict()
         if report.tflite_report is not None:
           data['tflite'] = report.tflite_report._asdict()
-        _write_json(staged[os.path.abspath(args.report_json)], data)
-      for _, target in targets[::-1]:
-        os.replace(staged.pop(target), target)
+        _write_json(staged['--report_json'], data)
+      for flag in reversed(list(targets)):
+        os.replace(staged.pop(flag), targets[flag])
     except BaseException:
       for name in staged.values():
         if os.path.exists(name):
