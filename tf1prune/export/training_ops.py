@@ -65,13 +65,17 @@ class TrainingGraphError(ValueError):
     self.ops = ops
 
 
+def _producer(by_name, name):
+  """The node of input `name` (`node`, `node:1` or a function body's
+  `node:output:0`), or None."""
+  return by_name.get(split_input(name)[0].split(':')[0])
+
+
 def _over_batch(mean, by_name):
   """Whether the `Mean` node `mean` may average over axis 0, the batch:
   True unless its axes are a constant without 0 (and without a negative
   axis other than -1, which could be 0 for some rank)."""
-  axes = None
-  if len(mean.input) > 1:
-    axes = by_name.get(split_input(mean.input[1])[0].split(':')[0])
+  axes = _producer(by_name, mean.input[1]) if len(mean.input) > 1 else None
   if axes is None or axes.op != 'Const':
     return True
   from tensorflow.compat.v1 import make_ndarray
@@ -91,9 +95,9 @@ def _nodes_ops(nodes, prefix):
         kind = 'batch_norm'  # is_training defaults to true.
     elif node.op == 'SquaredDifference':
       for name in node.input:
-        stop = by_name.get(split_input(name)[0].split(':')[0])
+        stop = _producer(by_name, name)
         if stop is not None and stop.op == 'StopGradient' and stop.input:
-          mean = by_name.get(split_input(stop.input[0])[0].split(':')[0])
+          mean = _producer(by_name, stop.input[0])
           if mean is not None and mean.op == 'Mean' and \
               _over_batch(mean, by_name):
             kind = 'batch_norm'
