@@ -157,8 +157,8 @@ def magnitude_mask_and_count(scores, sparsity, name=None):
       last = tf.where_v2(keep > 0, last, -1 + 0 * last)
       flat = top_k_mask(bits, t_bits, need, last)
     shape = (scores.shape.as_list() if n is not None else tf.shape(scores))
-    # A cast of the bool mask: `Pruning` writes it to the mask variable by
-    # blocks of rows, never as a full-size float tensor (`_blocks`).
+    # A cast of the bool mask: `Pruning` writes it to a large mask variable
+    # from the bool mask (`pruning._assign_mask`).
     mask = tf.cast(tf.reshape(flat, shape), tf.float32)
     threshold = tf.cast(_as_float(t_bits), tf.float32)
     threshold = tf.where_v2(tf.logical_and(keep > 0,
