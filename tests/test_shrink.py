@@ -373,6 +373,45 @@ def test_empty_outputs_of_the_last_layer_stay_and_one_channel_is_always_kept():
       'every output channel is empty; one is kept', 'it is a graph output']
 
 
+def _net_with_a_side_head(rs):
+  """x -> conv a (filters 1 and 4 empty) -> relu h -> conv y, plus nodes
+  outside y: `aux`, a spatial mean of h (it reads h's channels), and
+  `probs`, a softmax after y."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    init = tf.glorot_uniform_initializer(seed=5)
+    w1, w2 = sess.run([init([3, 3, 3, 8]), init([3, 3, 8, 4])])
+  w1[..., [1, 4]] = 0.0
+  x = tf.placeholder(tf.float32, [None, 6, 6, 3], name='x')
+  h = tf.nn.relu(_conv(x, w1, np.linspace(-1, 1, 8), 'SAME'))
+  y = _conv(h, w2, np.zeros(4), 'SAME', name='y')
+  tf.reduce_mean(h, [1, 2], name='aux')
+  tf.nn.softmax(y, name='probs')
+  return tf.get_default_graph().as_graph_def(), rs.randn(2, 6, 6, 3).astype(
+      np.float32)
+
+
+def test_nodes_the_outputs_do_not_need_are_left_out_not_changed():
+  # Kept, `aux` would read the 6 channels left of 8 (or pin all 8).
+  graph_def, feed = _net_with_a_side_head(np.random.RandomState(0))
+  small, report = _check_same_outputs(graph_def, feed)
+  assert [(l.outputs_before, l.outputs_after) for l in report.layers] == [
+      (8, 6), (4, 4)]
+  assert report.dropped == ['aux', 'probs'] and report.stops == []
+  assert not {'aux', 'probs'} & set(n.name for n in small.node)
+  assert report.to_dict()['dropped'] == ['aux', 'probs']
+  assert report.format_table().endswith(
+      'left out 2 node(s) the outputs do not need: aux, probs')
+
+
+def test_an_output_that_reads_the_channels_keeps_them():
+  graph_def, feed = _net_with_a_side_head(np.random.RandomState(0))
+  small, report = _check_same_outputs(graph_def, feed, ('y', 'aux', 'probs'))
+  assert [l.outputs_after for l in report.layers] == [8, 4]
+  assert report.dropped == []
+  assert [(s.node, s.reason, s.channels) for s in report.stops] == [
+      ('aux', 'it is a graph output', 2)]
+
+
 def test_next_layer_without_bias_gets_an_add_for_the_constants():
   rs = np.random.RandomState(7)
   w1 = rs.randn(3, 4).astype(np.float32)

@@ -62,17 +62,20 @@ class ShrinkReport(object):
     output_nodes: the output node names.
     skipped: list of (node, op, reason) for Conv2D/MatMul nodes not treated
       as layers (e.g. NCHW, transposed, weight not constant).
+    dropped: names of the nodes the outputs do not need, left out of the
+      shrunk graph (constants aside).
 
   Attributes:
     file_bytes_before, file_bytes_after: sizes of the .pb files, set by
       `shrink_pb` (None otherwise).
   """
 
-  def __init__(self, layers, stops, output_nodes, skipped=()):
+  def __init__(self, layers, stops, output_nodes, skipped=(), dropped=()):
     self.layers = list(layers)
     self.stops = list(stops)
     self.output_nodes = list(output_nodes)
     self.skipped = list(skipped)
+    self.dropped = list(dropped)
     self.file_bytes_before = None
     self.file_bytes_after = None
 
@@ -110,6 +113,7 @@ class ShrinkReport(object):
             'stops': [dict(stop._asdict()) for stop in self.stops],
             'skipped': [{'node': n, 'op': o, 'reason': r}
                         for n, o, r in self.skipped],
+            'dropped': list(self.dropped),
             'file': {'bytes_before': self.file_bytes_before,
                      'bytes_after': self.file_bytes_after},
             'totals': totals}
@@ -141,4 +145,7 @@ class ShrinkReport(object):
                          stop.reason))
     for node, op, reason in self.skipped:
       out.append('not a layer: %s (%s): %s' % (node, op, reason))
+    if self.dropped:
+      out.append('left out %d node(s) the outputs do not need: %s' % (
+          len(self.dropped), ', '.join(self.dropped)))
     return '\n'.join(out)

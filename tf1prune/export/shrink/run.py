@@ -16,7 +16,9 @@ The removed unit still added relu(2) * w2[1, :] to `y`; that constant is now
 in `y`'s bias, so `y` is unchanged.
 
 `shrink_graph_def` works on a frozen GraphDef whose weights are constants (the
-output of `strip_pruning_vars_fn`). In three steps:
+output of `strip_pruning_vars_fn`), on the nodes its outputs need: any other
+node is left out first, as freezing leaves it out (it could read channels
+the shrink removes). In three steps:
 
 1. `prepare`: constant sub-graphs are evaluated (a batch-norm scale
    computed from frozen variables), inference batch norms (FusedBatchNorm,
@@ -49,7 +51,9 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export.atomic import write_atomically
+from tf1prune.export._lazy_graph import LazyGraph
 from tf1prune.export.attrs import op_defs, strip_default_attrs
+from tf1prune.export.graph_index import GraphIndex
 from tf1prune.export.names import check_outputs, output_names
 from tf1prune.export.progress import notify
 from tf1prune.export.shrink.border_maps import add_border_maps, own_bias
@@ -144,7 +148,8 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
     graph_def: a frozen `tf.GraphDef` (weights are Const nodes, e.g. from
       `strip_pruning_vars_fn`); it is not modified.
     output_node_names: list of output node names (or a comma-separated str);
-      their shapes and values do not change.
+      their shapes and values do not change. Nodes they do not need are left
+      out (`ShrinkReport.dropped`): list every node you fetch.
     fold_borders: when a removed channel's constant is not 0 and the next
       conv zero-pads, give that conv's output what the channel gave it: a
       constant map added with its bias (`<bias>/shrink_map`, counted in the
@@ -162,7 +167,8 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
       (`tf1prune.export.progress`): layers done of each round.
 
   Returns:
-    (graph_def, report): the shrunk GraphDef (same node names, smaller
+    (graph_def, report): the shrunk GraphDef (the nodes the outputs need,
+    under the same names, smaller
     weight, bias and reshape constants, batch norms folded, maybe
     `<bias>/shrink_map` border maps (the bias node becomes a Reshape of the
     same name), new `<conv>/shrink_ones` extra channels, or
@@ -181,6 +187,7 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   check_objective(objective)
   check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
   notify(progress, 'preparing the graph', 0, 1)
+  graph_def, dropped = _needed(graph_def, outputs)
   copy = prepare_graph_def(graph_def, outputs)
   notify(progress, 'preparing the graph', 1, 1)
   g = FrozenGraph(copy, outputs)
@@ -202,7 +209,23 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
                       b[2], a[2], b[3], a[3])
           for layer, b, a in zip(layers.values(), before, after)]
   rows.extend(_lrn_rows(g))
-  return copy, ShrinkReport(rows, stops, outputs, skipped)
+  return copy, ShrinkReport(rows, stops, outputs, skipped, dropped)
+
+
+def _needed(graph_def, outputs):
+  """(`graph_def`, or a copy of what `outputs` need; the names of the nodes
+  left out, constants aside).
+
+  A node the outputs do not need would read channels the shrink removes
+  and silently change (or pin them and stop the shrink): it leaves the
+  graph, as it does when a graph is frozen.
+  """
+  keep = GraphIndex(graph_def.node).reachable(outputs)
+  if len(keep) == len(graph_def.node):
+    return graph_def, []
+  dropped = [node.name for node in graph_def.node
+             if node.name not in keep and node.op != 'Const']
+  return LazyGraph(graph_def).pruned(outputs).graph_def, dropped
 
 
 def shrink_pb(path, output_node_names, output_path=None, objective='flops',
