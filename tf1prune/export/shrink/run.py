@@ -50,8 +50,8 @@ says where and why.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export.atomic import write_atomically
 from tf1prune.export._lazy_graph import LazyGraph
+from tf1prune.export.atomic import write_atomically
 from tf1prune.export.attrs import op_defs, strip_default_attrs
 from tf1prune.export.graph_index import GraphIndex
 from tf1prune.export.names import check_outputs, output_names
