@@ -569,3 +569,159 @@ def test_keras_applications_mobilenet_v2_with_half_its_expand_filters():
     assert small.get_layer(layer.name).filters == layer.filters // 2
   assert report.params_after == small.count_params()
   assert report.flops_after < 0.75 * report.flops_before
+
+
+# ----------------------------------------------- Keras ops, stops, sizes ---
+
+_KERAS3 = hasattr(K, 'ops')
+_NEEDS_OPS = pytest.mark.skipif(not _KERAS3, reason='Keras 3 builds keras.ops '
+                                'nodes; tf_keras wraps them in TFOpLambda')
+
+
+def _conv_op_conv(between, zeroed=(1, 3, 5)):
+  """x -> Conv2D c1 (8 filters, biases away from 0) -> `between` -> 3x3
+  SAME Conv2D c2; c1's filters `zeroed` emptied."""
+  K.utils.set_random_seed(0)
+  x = K.Input((6, 6, 3))
+  c1 = L.Conv2D(8, 1, bias_initializer=K.initializers.RandomNormal(
+      stddev=0.5, seed=2), name='c1')
+  y = L.Conv2D(4, 3, padding='same', name='c2')(between(c1(x)))
+  return _zeroed(K.Model(x, y), {'c1': list(zeroed)})
+
+
+@_NEEDS_OPS
+@pytest.mark.parametrize('name', ['x + 3', '1 - x', '6 / (|x| + 1)',
+                                  'maximum(x, 0.5)', 'relu6', 'hard_silu',
+                                  'leaky_relu', 'clip', 'hard swish (V3)'])
+def test_keras_ops_with_numbers_pass_their_channels(name):
+  ops = K.ops
+  between = {
+      'x + 3': lambda h: h + 3.0,
+      '1 - x': lambda h: 1.0 - h,
+      '6 / (|x| + 1)': lambda h: 6.0 / (ops.abs(h) + 1.0),
+      'maximum(x, 0.5)': lambda h: ops.maximum(h, 0.5),
+      'relu6': ops.relu6,
+      'hard_silu': ops.hard_silu,
+      'leaky_relu': lambda h: ops.leaky_relu(h, 0.3),
+      'clip': lambda h: ops.clip(h, -1.0, 1.0),
+      'hard swish (V3)': lambda h: h * (L.ReLU(6.0)(h + 3.0) * (1.0 / 6.0)),
+  }[name]
+  model = _conv_op_conv(between)
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (6, 6, 3))
+  assert report.stops == []
+  assert small.get_layer('c1').filters == 5
+  # A removed channel is now the op of 0; where that is not 0, the padded c2
+  # reads it through one extra channel of ones.
+  removed = float(np.asarray(between(ops.zeros((1, 1, 1, 8))))[0, 0, 0, 1])
+  assert small.get_layer('c2').kernel.shape[2] == 5 + (removed != 0.0)
+
+
+@_NEEDS_OPS
+def test_keras_ops_that_mix_or_take_arrays_keep_the_channels():
+  ops = K.ops
+  cases = [
+      (lambda h: h * np.arange(8, dtype=np.float32),
+       'the Keras op Multiply takes an array besides the tensor; only '
+       'numbers pass'),
+      (ops.softmax, 'the Keras op Softmax is not one the shrink goes through')]
+  for between, reason in cases:
+    model = _conv_op_conv(between)
+    small, report = tk.shrink_model(model)
+    _same_outputs(model, small, (6, 6, 3))
+    stop, = report.stops
+    assert (stop.layer, stop.channels) == ('c1', 3)
+    assert stop.reason.startswith('read by ') and stop.reason.endswith(
+        ': ' + reason)
+    assert small.get_layer('c1').filters == 8
+
+
+@_NEEDS_OPS
+def test_keras_applications_mobilenet_v3_small_through_its_keras_ops():
+  """MobileNetV3Small builds its hard sigmoid from Keras ops (`x + 3.0`,
+  `* (1 / 6)`). Half of every expand conv's filters zeroed, with the
+  matching filters of the squeeze-and-excitation conv that gates them (the
+  gate ties them): every one goes, nothing stops, logits equal."""
+  K.utils.set_random_seed(0)
+  model = K.applications.MobileNetV3Small(
+      input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=4,
+      classifier_activation=None)
+  names = set(l.name for l in model.layers)
+  expands = [l for l in model.layers
+             if l.name.endswith('_expand') and type(l).__name__ == 'Conv2D']
+  for layer in expands:
+    half = range(0, layer.filters, 2)
+    _zero_filters(layer, half)
+    gate = layer.name[:-len('expand')] + 'squeeze_excite_conv_1'
+    if gate in names:
+      _zero_filters(model.get_layer(gate), half)
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (32, 32, 3))
+  assert report.stops == []
+  for layer in expands:
+    assert small.get_layer(layer.name).filters == layer.filters // 2
+  assert report.params_after == small.count_params()
+  assert report.flops_after < 0.75 * report.flops_before
+
+
+def test_a_depthwise_softmax_keeps_the_channels():
+  K.utils.set_random_seed(0)
+  x = K.Input((6, 6, 3))
+  h = L.Conv2D(6, 1, name='c1')(x)
+  h = L.DepthwiseConv2D(3, activation='softmax', name='dw')(h)
+  model = _zeroed(K.Model(x, L.Conv2D(4, 1, name='c2')(h)), {'c1': [0, 5]})
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (6, 6, 3))
+  assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
+      ('c1', 2, 'the activation of dw: softmax mixes all channels')]
+
+
+@pytest.mark.skipif(not hasattr(L.Dense, 'enable_lora'),
+                    reason='this Keras has no LoRA')
+def test_a_lora_layer_keeps_its_channels_and_its_lora_weights():
+  # Its base kernel's filters 1 and 4 are zero, not its kernel + a @ b.
+  K.utils.set_random_seed(0)
+  x = K.Input((6,))
+  a = L.Dense(8, activation='relu', name='a')
+  model = K.Model(x, L.Dense(3, name='b')(a(x)))
+  a.enable_lora(2)
+  a.lora_kernel_b.assign(np.random.RandomState(3).randn(2, 8))
+  _zero_filters(a, [1, 4])
+  from tf1prune.keras._shrink_view import trace
+  assert [c.reason for c in trace(model) if c.layer is a] == [
+      'LoRA is enabled on it (its kernel is the kernel plus lora_kernel_a @ '
+      'lora_kernel_b)']
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (6,))
+  assert small.get_layer('a').units == 8 and report.stops == []
+
+
+def test_a_model_of_any_image_size_shrinks_with_flops_unknown():
+  K.utils.set_random_seed(0)
+  x = K.Input((None, None, 3))
+  h = L.Conv2D(6, 3, activation='relu', name='c1')(x)
+  h = L.DepthwiseConv2D(3, padding='same', name='dw')(h)
+  model = _zeroed(K.Model(x, L.Conv2D(4, 3, name='c2')(h)), {'c1': [0, 3]})
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (9, 7, 3))
+  assert small.get_layer('c1').filters == 4
+  assert report.flops_before is None and report.flops_after is None
+  assert report.to_dict()['totals']['flops_ratio'] is None
+  assert report.params_after == small.count_params()
+
+
+def test_dict_outputs_stay_a_dict():
+  K.utils.set_random_seed(0)
+  x = K.Input((6, 6, 3))
+  h = L.Conv2D(6, 3, activation='relu', name='c1')(x)
+  f = L.Conv2D(4, 3, name='c2')(h)
+  logit = L.Dense(2, name='d')(L.Flatten()(f))
+  model = _zeroed(K.Model(x, {'feat': f, 'logit': logit}), {'c1': [0, 5]})
+  small, _ = tk.shrink_model(model)
+  data = np.random.RandomState(1).randn(2, 6, 6, 3).astype(np.float32)
+  y, y_small = model(data), small(data)
+  assert sorted(y_small) == ['feat', 'logit']
+  for key in y:
+    np.testing.assert_allclose(np.asarray(y_small[key]), np.asarray(y[key]),
+                               rtol=0, atol=1e-5 * float(np.abs(y[key]).max()))
+  assert small.get_layer('c1').filters == 4

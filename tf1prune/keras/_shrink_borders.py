@@ -57,13 +57,14 @@ def solve(a, m, kernel):
   return g.reshape(kernel[0], kernel[1], 1, -1)
 
 
-def pattern_of(layer, values, shape):
-  """The layer's output for an input whose channel `c` is `values[c]` at
-  every position (NaN read as 0): float64 [Ho, Wo, C'] (batch 1)."""
+def pattern_of(run, values, shape):
+  """What `run` (a layer call, `_shrink_view.run_call` on one tensor) gives
+  for an input whose channel `c` is `values[c]` at every position (NaN read
+  as 0): float64 [Ho, Wo, C'] (batch 1)."""
   import tensorflow as tf
   x = np.broadcast_to(np.where(np.isnan(values), 0.0, values),
                       (1,) + tuple(shape[1:])).astype(np.float32)
-  return np.asarray(layer(tf.constant(x), training=False), np.float64)[0]
+  return np.asarray(run(tf.constant(x)), np.float64)[0]
 
 
 def generator_layers(keras, chain, name, out_channels):

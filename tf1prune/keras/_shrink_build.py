@@ -20,22 +20,25 @@ the kept channel count), calls it on the new tensors and gives it the old
 weights sliced to the kept channels: a Dense or conv kernel loses the rows of
 removed inputs and the columns of removed filters; a depthwise kernel, batch
 norm statistics and per-channel weights lose the removed channels. What a
-removed input channel carried, its constant `v` (`relu(bias)`, a batch
-norm's shift, ...), is folded into the next layer's bias:
-`bias += v @ sum of the kernel taps over that input` (a layer without a bias
-gets one). The plan guarantees that every removed channel is such a constant
-and that the next layer reads it the same way at every position, except for
-a Conv2D that pads with zeros (its border taps read padding, not the
-constant): it gets one extra input channel of ones (a 1x1 Conv2D with a zero
-kernel and a bias of 1, concatenated to its input) whose kernel is the sum of
-`constant * kernel` over the removed channels; its own zero padding then
-gives every output position exactly what the removed channels gave it.
+removed input channel carried, its constant `v` (`relu(bias)`, a batch norm's
+shift, ...), is folded into the next layer's bias: `bias += v @ sum of the
+kernel taps over that input` (a layer without a bias gets one). A Keras op (an
+operator such as `x + 3.0`) runs again on the new tensors. The plan guarantees
+that every removed channel is such a constant and that the next layer reads it
+the same way at every position, except for a Conv2D that pads with zeros (its
+border taps read padding, not the constant): it gets one extra input channel of
+ones (a 1x1 Conv2D with a zero kernel and a bias of 1, concatenated to its
+input) whose kernel is the sum of `constant * kernel` over the removed
+channels; its own zero padding then gives every output position exactly what
+the removed channels gave it.
 """
 
 import numpy as np
+import tensorflow as tf
 
 from tf1prune.keras import _shrink_borders as borders
 from tf1prune.keras._shrink_values import layer_weights
+from tf1prune.keras._shrink_view import is_op, run_call
 
 __all__ = ['rebuild']
 
@@ -203,6 +206,9 @@ def rebuild(model, p):
           shape=call.shape[1:], batch_size=call.shape[0],
           dtype=config.get('dtype'), name=layer.name)
       continue
+    if is_op(layer):       # a Keras op: numbers and tensors, no weights
+      tensors[call.output] = run_call(call, tensors)
+      continue
     config = layer.get_config()
     w = layer_weights(layer)
     args = [tensors[t] for t in call.inputs]
@@ -232,7 +238,11 @@ def rebuild(model, p):
     pairs.append((layer, new, call, tuple(tensors[call.output].shape),
                   helpers))
   inputs = [tensors[id(t)] for t in model.inputs]
-  outputs = [tensors[id(t)] for t in model.outputs]
-  return keras.Model(inputs if len(inputs) > 1 else inputs[0],
-                     outputs if len(outputs) > 1 else outputs[0],
+  # The outputs in the model's own structure (a dict stays a dict).
+  try:
+    structure = model.output
+  except AttributeError:      # a Keras 3 Sequential never called has none
+    structure = model.outputs if len(model.outputs) > 1 else model.outputs[0]
+  outputs = tf.nest.map_structure(lambda t: tensors[id(t)], structure)
+  return keras.Model(inputs if len(inputs) > 1 else inputs[0], outputs,
                      name=model.name), pairs

@@ -43,11 +43,16 @@ from tf1prune.keras import _shrink_borders as borders
 from tf1prune.keras._shrink_values import (activate, elementwise,
                                            layer_weights, pads_matter, spread)
 from tf1prune.keras._shrink_view import (activation_name, activation_stops,
-                                         trace)
+                                         run_call, trace)
 
 __all__ = ['Plan', 'Stop', 'plan']
 
 _SOURCES = ('dense', 'conv', 'separable')
+
+
+def _runner(call):
+  """`call` run again on one new input tensor (`run_call`)."""
+  return lambda tensor: run_call(call, {call.inputs[0]: tensor})
 
 
 class Stop(collections.namedtuple('Stop', ['layer', 'channels', 'reason'])):
@@ -156,9 +161,12 @@ class Plan(object):
     elif kind == 'depthwise':
       self.consts[out] = self._depthwise(call, ins[0])
       self._tie(call, 'depthwise', channels // len(ins[0]))
+      why = activation_stops(layer)
+      if why:
+        self._pin(out, 'the activation of %s: %s' % (layer.name, why))
     elif kind in ('elementwise', 'pool', 'pad', 'reshape'):
       if kind == 'elementwise':
-        values = elementwise(layer, ins[0], len(shape))
+        values = elementwise(_runner(call), ins[0], len(shape))
         self._elementwise_maps(call)
       elif kind == 'pad':
         values = np.where(ins[0] == 0, 0.0, np.nan)
@@ -199,7 +207,7 @@ class Plan(object):
     x = np.zeros(tuple(shape[1:]))
     for c, pattern in maps.items():
       x[..., c] = pattern
-    y = borders.pattern_of(call.layer, x, shape)
+    y = borders.pattern_of(_runner(call), x, shape)
     self.maps[call.output] = {c: y[..., c] for c in maps}
     self.map_origin[call.output] = self.map_origin[call.inputs[0]]
 
@@ -308,15 +316,15 @@ class Plan(object):
     padded depthwise conv makes vary (with `fold_borders`)."""
     varying = set(np.flatnonzero(~np.isnan(before) & np.isnan(after)))
     varying.update(extra)
-    if not self.fold_borders or not varying:
-      return
     shape = self.shapes[call.inputs[0]]
+    if not self.fold_borders or not varying or None in shape[1:]:
+      return     # the channels vary: they stay (`_mark_why` says why)
     x = np.broadcast_to(np.where(np.isnan(self.consts[call.inputs[0]]), 0.0,
                                  self.consts[call.inputs[0]]),
                         tuple(shape[1:])).copy()
     for c, pattern in self.maps.get(call.inputs[0], {}).items():
       x[..., c] = pattern
-    pattern = borders.pattern_of(call.layer, x, shape)
+    pattern = borders.pattern_of(_runner(call), x, shape)
     self.maps[call.output] = {int(c): pattern[..., c] for c in varying}
     self.map_origin[call.output] = list(chain) + [call]
 

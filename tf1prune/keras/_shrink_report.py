@@ -25,9 +25,12 @@ __all__ = ['KerasShrinkReport', 'layer_row']
 
 
 def _flops(layer, kind, out_shape):
-  """2 x multiply-adds per example of a Dense / conv layer call."""
+  """2 x multiply-adds per example of a Dense / conv layer call (None when
+  its output's height or width is not static)."""
   if kind not in ('dense', 'conv', 'depthwise', 'separable'):
     return 0
+  if None in tuple(out_shape[1:-1]):
+    return None
   positions = int(np.prod([d for d in out_shape[1:-1]] or [1]))
   shapes = {v.name.split('/')[-1].split(':')[0]: tuple(v.shape)
             for v in layer.weights}
@@ -61,8 +64,9 @@ def layer_row(old, new, call, in_shape, in_after, out_after, helpers=()):
   params_before = _params([old])
   params_after = _params([new] + [h for h, _ in helpers])
   flops_before = _flops(old, call.kind, call.shape)
-  flops_after = _flops(new, call.kind, out_after) + sum(
-      _flops(h, 'conv', shape) for h, shape in helpers)
+  flops_after = [_flops(new, call.kind, out_after)] + [
+      _flops(h, 'conv', shape) for h, shape in helpers]
+  flops_after = None if None in flops_after else sum(flops_after)
   if not (params_before or flops_before):
     return None
   return LayerShrink(old.name, type(old).__name__, in_shape[-1], in_after,

@@ -11,8 +11,8 @@
     (True, False)
 
 NumPy (float64) values of per-channel constants, NaN where a channel is not
-a constant: `elementwise` runs the Keras layer itself on them (batch norm in
-inference form, any element-wise activation), `activate` a layer's own
+a constant: `elementwise` runs the Keras layer or op itself on them (batch
+norm in inference form, any element-wise activation), `activate` a layer's own
 activation, `spread` a depthwise kernel's taps over a constant (0 where the
 taps are all zero). `pads_matter` says whether a conv reads zero padding
 anywhere, `layer_weights` gives a layer's weights by short name.
@@ -59,12 +59,13 @@ def activate(layer, pre):
   return np.asarray(out, np.float64)[0]
 
 
-def elementwise(layer, values, rank):
-  """The layer applied to channel constants (NaN stays NaN)."""
+def elementwise(run, values, rank):
+  """`run` (a layer, or a call of a layer or Keras op on one tensor, in
+  inference mode) applied to channel constants (NaN stays NaN)."""
   known = ~np.isnan(values)
   x = np.where(known, values, 0.0).astype(np.float32)
   x = x.reshape([1] * (rank - 1) + [-1])
-  y = np.asarray(layer(tf.constant(x), training=False), np.float64)
+  y = np.asarray(run(tf.constant(x)), np.float64)
   return np.where(known, y.reshape(-1), np.nan)
 
 

@@ -30,11 +30,18 @@ is the channel axis, channels_last only):
 | `reshape` | `Reshape` keeping the last axis (SE: `[N, C]` -> `[N, 1, 1, C]`) | input channel `c` |
 | `stop` | anything else | its inputs keep all channels (`Call.reason`) |
 
-The kinds come from the one channel table of `tf1prune.channels` (the rows
-the graph shrink and `find_channel_groups` use): each layer class, and each
+Keras 3 turns an operator on a symbolic tensor (`x + 3.0`, `x * gate`) and a
+`keras.ops` call into an operation node that is not a layer (MobileNetV3's hard
+sigmoid is `relu6(x + 3) * (1 / 6)`). An element-wise one (`ELEMENTWISE_OPS`)
+is `elementwise` when its other operands are numbers, `merge` when it takes two
+tensors; any other stops. `run_call` runs a call again on new tensors, a layer
+or an operation alike.
+
+The kinds come from the one channel table of `tf1prune.channels` (the rows the
+graph shrink and `find_channel_groups` use): each layer class, and each
 activation, stands for the TF op type it computes (`OP_TYPES`,
-`ACTIVATION_OPS`), whose row says how channels go through it; the ties are
-made by `tf1prune.channels`' union-find and `tie`. The rebuild
+`ACTIVATION_OPS`), whose row says how channels go through it; the ties are made
+by `tf1prune.channels`' union-find and `tie`. The rebuild
 (`tf1prune.keras._shrink_build`) and the channel classes
 (`tf1prune.keras._shrink_plan`) work from it.
 """
@@ -46,8 +53,9 @@ import tensorflow as tf
 
 from tf1prune.channels import rule_of
 
-__all__ = ['ACTIVATION_OPS', 'Call', 'KINDS', 'OP_TYPES', 'activation_stops',
-           'classify', 'op_type', 'trace']
+__all__ = ['ACTIVATION_OPS', 'Call', 'ELEMENTWISE_OPS', 'KINDS', 'OP_TYPES',
+           'activation_stops', 'classify', 'is_op', 'op_type', 'run_call',
+           'trace']
 
 KINDS = ('input', 'dense', 'conv', 'separable', 'depthwise', 'elementwise',
          'pool', 'pad', 'merge', 'concat', 'flatten', 'reshape', 'stop')
@@ -103,6 +111,14 @@ ACTIVATION_OPS = {
     'softmax': 'Softmax', 'log_softmax': 'LogSoftmax'}
 _LAYERS = {'Dense': 'dense', 'Conv2D': 'conv', 'SeparableConv2D': 'separable'}
 _MERGES = ('Add', 'Subtract', 'Multiply', 'Average', 'Maximum', 'Minimum')
+# Keras 3 operations (keras.ops, operators on symbolic tensors) that act entry
+# by entry, by class name; of these, `_MERGES` may also take two tensors.
+ELEMENTWISE_OPS = frozenset([
+    'Add', 'Subtract', 'Multiply', 'Divide', 'TrueDivide', 'Maximum',
+    'Minimum', 'Power', 'Negative', 'Absolute', 'Square', 'Sqrt', 'Exp',
+    'Log', 'Tanh', 'Clip', 'Sign', 'Erf', 'Cast', 'Relu', 'Relu6', 'Sigmoid',
+    'HardSigmoid', 'HardSilu', 'Silu', 'Gelu', 'Softplus', 'Softsign',
+    'LeakyRelu', 'Elu', 'Selu'])
 
 
 def op_type(layer):
@@ -124,9 +140,50 @@ def activation_stops(layer):
 
 
 class Call(collections.namedtuple('Call', ['layer', 'kind', 'inputs',
-                                           'output', 'shape', 'reason'])):
+                                           'output', 'shape', 'reason',
+                                           'node'])):
   """One layer call: `inputs` and `output` are tensor ids (see `trace`),
-  `shape` the output's static shape (a tuple, None for the batch)."""
+  `shape` the output's static shape (a tuple, None for the batch), `node`
+  the Keras node of the call."""
+
+
+def is_op(layer):
+  """Whether `layer` is a Keras 3 operation (no weights), not a layer."""
+  return not hasattr(layer, 'weights')
+
+
+def run_call(call, tensors):
+  """Runs `call` again: its layer (in inference mode) or its operation on
+  `tensors` ({input tensor id: tensor}), with its other arguments as they
+  were."""
+  if is_op(call.layer):
+    args, kwargs = call.node.arguments.fill_in(tensors)
+    return call.layer(*args, **kwargs)
+  args = [tensors[t] for t in call.inputs]
+  return call.layer(args if len(args) > 1 else args[0], training=False)
+
+
+def _classify_op(op, node, in_shapes):
+  """(kind, reason) of a Keras 3 operation call."""
+  name = type(op).__name__
+  if name not in ELEMENTWISE_OPS:
+    return 'stop', ('the Keras op %s is not one the shrink goes through' %
+                    name)
+  others = [a for a in tf.nest.flatten((node.arguments.args,
+                                        node.arguments.kwargs))
+            if not hasattr(a, '_keras_history')]
+  if any(np.size(a) != 1 for a in others if a is not None and
+         not isinstance(a, str)):
+    return 'stop', ('the Keras op %s takes an array besides the tensor; '
+                    'only numbers pass' % name)
+  last = [s[-1] if s else None for s in in_shapes]
+  if None in last:
+    return 'stop', 'its channel count is not known statically'
+  if len(in_shapes) == 1:
+    return 'elementwise', None
+  if len(in_shapes) == 2 and name in _MERGES and len(set(last)) == 1:
+    return 'merge', None
+  return 'stop', 'its inputs do not line up channel by channel'
 
 
 def activation_name(layer):
@@ -176,6 +233,9 @@ def classify(layer, in_shapes, out_shape):
   last = [s[-1] if s else None for s in in_shapes]
   if None in last or not out_shape or out_shape[-1] is None:
     return 'stop', 'its channel count is not known statically'
+  if getattr(layer, 'lora_enabled', False):
+    return 'stop', ('LoRA is enabled on it (its kernel is the kernel plus '
+                    'lora_kernel_a @ lora_kernel_b)')
   if rule.kind == 'layer':
     if name == 'Conv2D' and config.get('groups', 1) != 1:
       return 'stop', 'grouped convolutions are not shrunk'
@@ -261,10 +321,11 @@ def trace(model):
     inputs = [] if type(layer).__name__ == 'InputLayer' else _node_inputs(node)
     for parent in inputs:
       visit(parent)
-    kind, reason = classify(layer, [_shape(t) for t in inputs],
-                            _shape(tensor))
+    shapes = [_shape(t) for t in inputs]
+    kind, reason = (_classify_op(layer, node, shapes) if is_op(layer) else
+                    classify(layer, shapes, _shape(tensor)))
     calls.append(Call(layer, kind, [id(t) for t in inputs], id(tensor),
-                      _shape(tensor), reason))
+                      _shape(tensor), reason, node))
 
   for tensor in list(model.inputs) + list(outputs):
     visit(tensor)
