@@ -549,6 +549,23 @@ def test_keras_layer_view_reads_the_one_channel_table():
       ('h', 1, 'read by sm: softmax mixes all channels')]
 
 
+def _expand_convs(model):
+  return [l for l in model.layers
+          if l.name.endswith('_expand') and type(l).__name__ == 'Conv2D']
+
+
+def _all_halved_expands_go(model, expands):
+  """Shrinks a 32x32 model whose `expands` had half their filters zeroed:
+  every one goes, nothing stops, outputs equal."""
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (32, 32, 3))
+  assert report.stops == []
+  for layer in expands:
+    assert small.get_layer(layer.name).filters == layer.filters // 2
+  assert report.params_after == small.count_params()
+  assert report.flops_after < 0.75 * report.flops_before
+
+
 def test_keras_applications_mobilenet_v2_with_half_its_expand_filters():
   """Keras's own MobileNetV2 (ZeroPadding2D + VALID depthwise convs for the
   stride-2 blocks, SAME ones elsewhere, ReLU(6.), softmax output), batch
@@ -558,17 +575,10 @@ def test_keras_applications_mobilenet_v2_with_half_its_expand_filters():
   model = K.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35,
                                      weights=None, classes=4)
   _random_batch_norms(model, 9)
-  expands = [l for l in model.layers
-             if l.name.endswith('_expand') and type(l).__name__ == 'Conv2D']
+  expands = _expand_convs(model)
   for layer in expands:
     _zero_filters(layer, range(0, layer.filters, 2))
-  small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (32, 32, 3))
-  assert report.stops == []
-  for layer in expands:
-    assert small.get_layer(layer.name).filters == layer.filters // 2
-  assert report.params_after == small.count_params()
-  assert report.flops_after < 0.75 * report.flops_before
+  _all_halved_expands_go(model, expands)
 
 
 # ----------------------------------------------- Keras ops, stops, sizes ---
@@ -647,21 +657,14 @@ def test_keras_applications_mobilenet_v3_small_through_its_keras_ops():
       input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=4,
       classifier_activation=None)
   names = set(l.name for l in model.layers)
-  expands = [l for l in model.layers
-             if l.name.endswith('_expand') and type(l).__name__ == 'Conv2D']
+  expands = _expand_convs(model)
   for layer in expands:
     half = range(0, layer.filters, 2)
     _zero_filters(layer, half)
     gate = layer.name[:-len('expand')] + 'squeeze_excite_conv_1'
     if gate in names:
       _zero_filters(model.get_layer(gate), half)
-  small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (32, 32, 3))
-  assert report.stops == []
-  for layer in expands:
-    assert small.get_layer(layer.name).filters == layer.filters // 2
-  assert report.params_after == small.count_params()
-  assert report.flops_after < 0.75 * report.flops_before
+  _all_halved_expands_go(model, expands)
 
 
 def test_a_depthwise_softmax_keeps_the_channels():
