@@ -533,12 +533,14 @@ def test_keras_layer_view_reads_the_one_channel_table():
   """Every Keras layer class and activation the shrink passes stands for a
   row of tf1prune.channels' table; softmax stops there with its reason."""
   from tf1prune.channels import RULES
-  from tf1prune.keras._shrink_view import ACTIVATION_OPS, OP_TYPES
+  from tf1prune.keras._shrink_view import ACTIVATION_OPS, KERAS_OPS, OP_TYPES
   for name, op in list(OP_TYPES.items()) + list(ACTIVATION_OPS.items()):
     if name == 'InputLayer':
       continue
     assert op in RULES, (name, op)
     assert (RULES[op].kind == 'stop') == (name in ('softmax', 'log_softmax'))
+  for name, op in KERAS_OPS.items():     # Keras 3 ops: element-wise rows
+    assert RULES[op].kind == 'elementwise', (name, op)
   x = K.Input((4,), name='x')
   h = L.Dense(6, name='h')(x)
   y = L.Dense(3, name='y')(L.Activation('softmax', name='sm')(h))

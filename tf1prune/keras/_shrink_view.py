@@ -32,10 +32,10 @@ is the channel axis, channels_last only):
 
 Keras 3 turns an operator on a symbolic tensor (`x + 3.0`, `x * gate`) and a
 `keras.ops` call into an operation node that is not a layer (MobileNetV3's hard
-sigmoid is `relu6(x + 3) * (1 / 6)`). An element-wise one (`ELEMENTWISE_OPS`)
-is `elementwise` when its other operands are numbers, `merge` when it takes two
-tensors; any other stops. `run_call` runs a call again on new tensors, a layer
-or an operation alike.
+sigmoid is `relu6(x + 3) * (1 / 6)`). One of `KERAS_OPS` whose other operands
+are numbers is classified by its row, as a layer is (`elementwise`, or `merge`
+on two tensors); any other stops. `run_call` runs a call again on new tensors,
+a layer or an operation alike.
 
 The kinds come from the one channel table of `tf1prune.channels` (the rows the
 graph shrink and `find_channel_groups` use): each layer class, and each
@@ -53,7 +53,7 @@ import tensorflow as tf
 
 from tf1prune.channels import rule_of
 
-__all__ = ['ACTIVATION_OPS', 'Call', 'ELEMENTWISE_OPS', 'KINDS', 'OP_TYPES',
+__all__ = ['ACTIVATION_OPS', 'Call', 'KERAS_OPS', 'KINDS', 'OP_TYPES',
            'activation_stops', 'classify', 'is_op', 'op_type', 'run_call',
            'trace']
 
@@ -111,19 +111,28 @@ ACTIVATION_OPS = {
     'softmax': 'Softmax', 'log_softmax': 'LogSoftmax'}
 _LAYERS = {'Dense': 'dense', 'Conv2D': 'conv', 'SeparableConv2D': 'separable'}
 _MERGES = ('Add', 'Subtract', 'Multiply', 'Average', 'Maximum', 'Minimum')
-# Keras 3 operations (keras.ops, operators on symbolic tensors) that act entry
-# by entry, by class name; of these, `_MERGES` may also take two tensors.
-ELEMENTWISE_OPS = frozenset([
-    'Add', 'Subtract', 'Multiply', 'Divide', 'TrueDivide', 'Maximum',
-    'Minimum', 'Power', 'Negative', 'Absolute', 'Square', 'Sqrt', 'Exp',
-    'Log', 'Tanh', 'Clip', 'Sign', 'Erf', 'Cast', 'Relu', 'Relu6', 'Sigmoid',
-    'HardSigmoid', 'HardSilu', 'Silu', 'Gelu', 'Softplus', 'Softsign',
-    'LeakyRelu', 'Elu', 'Selu'])
+# A Keras 3 operation (keras.ops, an operator on a symbolic tensor) the
+# shrink goes through, by class name -> its op type, as for layers ('Identity'
+# for an element-wise composition of rows). Of these, `_MERGES` may take two
+# tensors.
+KERAS_OPS = {
+    'Add': 'AddV2', 'Subtract': 'Sub', 'Multiply': 'Mul', 'Divide': 'RealDiv',
+    'TrueDivide': 'RealDiv', 'Maximum': 'Maximum', 'Minimum': 'Minimum',
+    'Power': 'Pow', 'Negative': 'Neg', 'Absolute': 'Abs', 'Square': 'Square',
+    'Sqrt': 'Sqrt', 'Exp': 'Exp', 'Log': 'Log', 'Tanh': 'Tanh',
+    'Clip': 'Identity', 'Sign': 'Sign', 'Erf': 'Erf', 'Cast': 'Cast',
+    'Relu': 'Relu', 'Relu6': 'Relu6', 'Sigmoid': 'Sigmoid',
+    'HardSigmoid': 'Identity', 'HardSilu': 'Identity', 'Silu': 'Swish',
+    'Gelu': 'Identity', 'Softplus': 'Softplus', 'Softsign': 'Softsign',
+    'LeakyRelu': 'LeakyRelu', 'Elu': 'Elu', 'Selu': 'Selu'}
 
 
 def op_type(layer):
-  """The channel table's op type for a Keras layer (None: not in it)."""
+  """The channel table's op type for a Keras layer or Keras 3 operation
+  (None: not in it)."""
   name = type(layer).__name__
+  if is_op(layer):
+    return KERAS_OPS.get(name)
   if name == 'Activation':
     return ACTIVATION_OPS.get(activation_name(layer))
   return OP_TYPES.get(name)
@@ -163,10 +172,11 @@ def run_call(call, tensors):
   return call.layer(args if len(args) > 1 else args[0], training=False)
 
 
-def _classify_op(op, node, in_shapes):
-  """(kind, reason) of a Keras 3 operation call."""
+def _classify_op(op, node, in_shapes, out_shape):
+  """(kind, reason) of a Keras 3 operation call: `classify`'s, for an op
+  of `KERAS_OPS` whose other operands are numbers."""
   name = type(op).__name__
-  if name not in ELEMENTWISE_OPS:
+  if name not in KERAS_OPS:
     return 'stop', ('the Keras op %s is not one the shrink goes through' %
                     name)
   others = [a for a in tf.nest.flatten((node.arguments.args,
@@ -176,14 +186,7 @@ def _classify_op(op, node, in_shapes):
          not isinstance(a, str)):
     return 'stop', ('the Keras op %s takes an array besides the tensor; '
                     'only numbers pass' % name)
-  last = [s[-1] if s else None for s in in_shapes]
-  if None in last:
-    return 'stop', 'its channel count is not known statically'
-  if len(in_shapes) == 1:
-    return 'elementwise', None
-  if len(in_shapes) == 2 and name in _MERGES and len(set(last)) == 1:
-    return 'merge', None
-  return 'stop', 'its inputs do not line up channel by channel'
+  return classify(op, in_shapes, out_shape)
 
 
 def activation_name(layer):
@@ -208,7 +211,7 @@ def classify(layer, in_shapes, out_shape):
   `pool` rows pools, `reshape` rows flattens or channel-keeping reshapes.
 
   Args:
-    layer: the Keras layer.
+    layer: the Keras layer (or a Keras 3 operation of `KERAS_OPS`).
     in_shapes: the static shapes of its inputs (tuples, None unknown).
     out_shape: the static shape of its output.
 
@@ -227,7 +230,7 @@ def classify(layer, in_shapes, out_shape):
   rule = rule_of(op)
   if rule.kind == 'stop':
     return 'stop', rule.why
-  config = layer.get_config()
+  config = {} if is_op(layer) else layer.get_config()
   if config.get('data_format', 'channels_last') != 'channels_last':
     return 'stop', 'only channels_last layers are shrunk'
   last = [s[-1] if s else None for s in in_shapes]
@@ -246,8 +249,11 @@ def classify(layer, in_shapes, out_shape):
         axis[0] if len(axis) == 1 else None)
     if axis is None or axis % len(in_shapes[0]) != len(in_shapes[0]) - 1:
       return 'stop', 'batch norm over an axis other than the last'
-  if rule.kind == 'elementwise' and name in _MERGES:
-    if len(set(last)) != 1:
+  # A merge layer, or an op of one of their names on two tensors (`x + 3.0`
+  # is element-wise); an element-wise op on two tensors is no merge.
+  merge = name in _MERGES and (len(in_shapes) > 1 or not is_op(layer))
+  if rule.kind == 'elementwise' and (merge or len(in_shapes) > 1):
+    if not merge or len(set(last)) != 1:
       return 'stop', 'its inputs do not line up channel by channel'
     return 'merge', None
   if rule.kind == 'concat' and config.get('axis', -1) % len(out_shape) != (
@@ -322,8 +328,9 @@ def trace(model):
     for parent in inputs:
       visit(parent)
     shapes = [_shape(t) for t in inputs]
-    kind, reason = (_classify_op(layer, node, shapes) if is_op(layer) else
-                    classify(layer, shapes, _shape(tensor)))
+    kind, reason = (_classify_op(layer, node, shapes, _shape(tensor))
+                    if is_op(layer) else classify(layer, shapes,
+                                                  _shape(tensor)))
     calls.append(Call(layer, kind, [id(t) for t in inputs], id(tensor),
                       _shape(tensor), reason, node))
 
