@@ -34,6 +34,14 @@ def _dense(x, w, b, name=None):
   return tf.nn.bias_add(tf.matmul(x, _const(w)), _const(b), name=name)
 
 
+def _glorot(seed, *shapes):
+  """Weights from TF's own `glorot_uniform_initializer`, one per shape,
+  made in a graph of their own (the test's graph holds only the model)."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    init = tf.glorot_uniform_initializer(seed=seed)
+    return sess.run([init(shape) for shape in shapes])
+
+
 # Small networks with known answers ------------------------------------------
 
 def test_dense_unit_removed_and_its_relu_bias_folded_into_the_next_bias():
@@ -279,10 +287,8 @@ def _grouped_net(rs, grouped_first):
   groups, and a has empty filters (filters 0 and 1: group 0's of a grouped
   a, whose outputs a smaller filter would read from the wrong group)."""
   x = tf.placeholder(tf.float32, [None, 6, 6, 4], name='x')
-  init = tf.glorot_uniform_initializer(seed=3)
-  with tf.Session() as sess:
-    w1, w2 = sess.run([init([3, 3, 2 if grouped_first else 4, 8]),
-                       init([3, 3, 8 if grouped_first else 4, 6])])
+  w1, w2 = _glorot(3, [3, 3, 2 if grouped_first else 4, 8],
+                   [3, 3, 8 if grouped_first else 4, 6])
   w1[..., [0, 1]] = 0.0
   h = tf.nn.relu(_conv(x, w1, np.linspace(-1, 1, 8), 'SAME'))
   _conv(h, w2, np.zeros(6), 'SAME', name='y')
@@ -307,9 +313,7 @@ def test_an_input_of_unknown_size_gets_the_removed_values_as_a_ones_channel(
   # A SAME conv pads by the input's size; a ones channel it pads itself
   # gives each position what the removed channels (relu(bias) > 0) gave.
   x = tf.placeholder(tf.float32, [None, None, None, 3], name='x')
-  init = tf.glorot_uniform_initializer(seed=4)
-  with tf.Session() as sess:
-    w1, w2 = sess.run([init([3, 3, 3, 6]), init([3, 3, 6, 4])])
+  w1, w2 = _glorot(4, [3, 3, 3, 6], [3, 3, 6, 4])
   w1[..., [1, 4]] = 0.0
   h = tf.nn.relu(_conv(x, w1, np.linspace(0.2, 1.2, 6), 'SAME'))
   _conv(h, w2, np.zeros(4), 'SAME', stride, name='y')
@@ -377,9 +381,7 @@ def _net_with_a_side_head(rs):
   """x -> conv a (filters 1 and 4 empty) -> relu h -> conv y, plus nodes
   outside y: `aux`, a spatial mean of h (it reads h's channels), and
   `probs`, a softmax after y."""
-  with tf.Graph().as_default(), tf.Session() as sess:
-    init = tf.glorot_uniform_initializer(seed=5)
-    w1, w2 = sess.run([init([3, 3, 3, 8]), init([3, 3, 8, 4])])
+  w1, w2 = _glorot(5, [3, 3, 3, 8], [3, 3, 8, 4])
   w1[..., [1, 4]] = 0.0
   x = tf.placeholder(tf.float32, [None, 6, 6, 3], name='x')
   h = tf.nn.relu(_conv(x, w1, np.linspace(-1, 1, 8), 'SAME'))
