@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import pytest
 
 import tf1prune
@@ -108,10 +109,6 @@ def test_parse_tolerates_spaces_and_empty_text():
   assert _hp('').values() == tf1prune.get_pruning_hparams().values()
 
 
-def test_parse_later_assignments_win():
-  assert _hp('nbins=10,nbins=20').nbins == 20
-
-
 def test_unknown_hparam_is_a_value_error_naming_it():
   with pytest.raises(ValueError, match='unknown hparam target_sparstiy'):
     _hp('target_sparstiy=0.9')
@@ -211,3 +208,39 @@ def test_tf1_hparams_helpers_used_by_scripts():
   import json
   assert json.loads(hp.to_json()) == hp.values()
   assert hp.to_json(sort_keys=True).startswith('{"begin_pruning_step": 0, ')
+
+
+def test_set_hparam_casts_as_tf1_hparams_does():
+  hp = tf1prune.get_pruning_hparams()
+  hp.set_hparam('target_sparsity', 1)
+  assert hp.target_sparsity == 1.0 and type(hp.target_sparsity) is float
+  hp.set_hparam('nbins', np.int64(64))
+  assert hp.nbins == 64 and type(hp.nbins) is int
+  hp.set_hparam('do_not_prune', ['logits'])
+  assert hp.do_not_prune == ['logits']
+  for name, value, kind in [('nbins', 2.5, 'int'), ('use_tpu', 1, 'bool'),
+                            ('nbins', True, 'int'), ('name', 3, 'str'),
+                            ('target_sparsity', '0.5', 'float')]:
+    with pytest.raises(ValueError, match=re.escape(
+        'hparam %s expects a value of type %s, got %r' % (name, kind, value))):
+      hp.set_hparam(name, value)
+  with pytest.raises(ValueError, match='hparam nbins takes a single int'):
+    hp.set_hparam('nbins', [1])
+  with pytest.raises(ValueError, match='do_not_prune takes a list of str'):
+    hp.set_hparam('do_not_prune', 'logits')
+
+
+def test_a_name_given_twice_to_parse_is_a_value_error():
+  with pytest.raises(ValueError, match=re.escape(
+      "hparam nbins is set twice in 'nbins=3,nbins=4': give it once")):
+    _hp('nbins=3,nbins=4')
+
+
+def test_del_hparam_removes_it():
+  hp = tf1prune.get_pruning_hparams()
+  hp.add_hparam('extra', 3)
+  hp.del_hparam('extra')
+  hp.del_hparam('extra')      # gone already: nothing to do, as in TF1
+  assert 'extra' not in hp and 'extra' not in hp.values()
+  hp.add_hparam('extra', 'text')
+  assert hp.extra == 'text'

@@ -15,6 +15,7 @@ built. This module depends on no other module of tf1prune.
 """
 
 import json
+import numbers
 import re
 
 from tf1prune._moved import moved_names
@@ -59,9 +60,8 @@ _DEFAULTS = (
 )
 
 
-def _convert(name, text, default):
-  """Converts `text` to the type of `default`, or raises ValueError."""
-  kind = type(default)
+def _convert(name, text, kind):
+  """Converts `text` to the type `kind`, or raises ValueError."""
   text = text.strip()
   try:
     if kind is bool:
@@ -81,6 +81,22 @@ def _convert(name, text, default):
   return text
 
 
+def _cast(name, value, kind):
+  """`value` as a `kind` (the type of the hparam), by TF1 HParams' rules: an
+  integral number (NumPy's too) to int or float, a real number to float, a
+  bool only to bool, a str only to str. Raises ValueError naming the hparam."""
+  if type(value) is kind or kind not in (bool, int, float, str):
+    return value
+  fits = {bool: isinstance(value, bool),
+          str: isinstance(value, str),
+          int: isinstance(value, numbers.Integral),
+          float: isinstance(value, numbers.Real)}[kind]
+  if not fits or (kind is not bool and isinstance(value, bool)):
+    raise ValueError('hparam %s expects a value of type %s, got %r (%s)' % (
+        name, kind.__name__, value, type(value).__name__))
+  return kind(value)
+
+
 class HParams(object):
   """A set of named, typed hyperparameters.
 
@@ -90,9 +106,10 @@ class HParams(object):
   """
 
   def __init__(self, **defaults):
-    self._names = list(defaults)
+    self._names = []
+    self._kinds = {}     # name -> (type of the value or of its items, is list)
     for name, value in defaults.items():
-      setattr(self, name, value)
+      self.add_hparam(name, value)
 
   def values(self):
     """Returns a dict name -> current value (lists copied)."""
@@ -100,18 +117,41 @@ class HParams(object):
             for n, v in ((n, getattr(self, n)) for n in self._names)}
 
   def add_hparam(self, name, value):
-    """Adds a new hyperparameter; raises ValueError if it exists already."""
+    """Adds a new hyperparameter, typed after `value` (a list: after its
+    first item, str if empty); raises ValueError if it exists already."""
     if name in self._names:
       raise ValueError('hparam %s already exists' % name)
+    is_list = isinstance(value, list)
+    first = (value[0] if value else '') if is_list else value
     self._names.append(name)
-    setattr(self, name, value)
+    self._kinds[name] = (type(first), is_list)
+    setattr(self, name, list(value) if is_list else value)
 
   def set_hparam(self, name, value):
-    """Sets an existing hyperparameter; raises ValueError if it is unknown."""
+    """Sets an existing hyperparameter, cast to its type as TF1's `HParams`
+    casts (an int widens to float, nothing else changes kind).
+
+    Raises:
+      ValueError: `name` is unknown, a list is given for a single value or
+        the reverse, or the value is of another kind.
+    """
     if name not in self._names:
       raise ValueError('unknown hparam %s; known: %s' %
                        (name, ', '.join(sorted(self._names))))
-    setattr(self, name, value)
+    kind, is_list = self._kinds[name]
+    if isinstance(value, list) != is_list:
+      raise ValueError('hparam %s takes %s, got %r' % (
+          name, 'a list of %s' % kind.__name__ if is_list else
+          'a single %s' % kind.__name__, value))
+    setattr(self, name, [_cast(name, v, kind) for v in value] if is_list
+            else _cast(name, value, kind))
+
+  def del_hparam(self, name):
+    """Removes hyperparameter `name`, if there is one."""
+    if name in self._names:
+      self._names.remove(name)
+      del self._kinds[name]
+      delattr(self, name)
 
   def parse(self, text):
     """Updates values from `name=value,name=[a,b]` and returns self.
@@ -120,7 +160,7 @@ class HParams(object):
       ValueError: `text` is malformed, names an unknown hparam, or gives a
         value that does not convert to the default's type.
     """
-    pos = 0
+    pos, seen = 0, set()
     text = text or ''
     while pos < len(text.rstrip()):
       match = _PAIR.match(text, pos)
@@ -133,16 +173,20 @@ class HParams(object):
       if name not in self._names:
         raise ValueError('unknown hparam %s in %r; known: %s' %
                          (name, text, ', '.join(sorted(self._names))))
-      default = getattr(self, name)
+      if name in seen:
+        raise ValueError('hparam %s is set twice in %r: give it once' %
+                         (name, text))
+      seen.add(name)
+      kind, is_list = self._kinds[name]
       items = match.group('list')
-      if isinstance(default, list):
+      if is_list:
         raw = items if items is not None else match.group('value')
         value = [v.strip() for v in raw.split(',')] if raw.strip() else ['']
       elif items is not None:
         raise ValueError('hparam %s takes a single %s, got the list [%s]' %
-                         (name, type(default).__name__, items))
+                         (name, kind.__name__, items))
       else:
-        value = _convert(name, match.group('value'), default)
+        value = _convert(name, match.group('value'), kind)
       setattr(self, name, value)
     return self
 
