@@ -247,6 +247,15 @@ def test_missing_checkpoint_and_existing_output(tmp_path, capsys):
   code, _, err = _main(['--checkpoint', str(tmp_path / 'nope'), '--output_dir',
                         str(tmp_path / 'o'), '--sparsity', 'w:0.5'], capsys)
   assert code == 1 and 'neither a folder nor a checkpoint prefix' in err
+  prefix = str(empty / 'm.ckpt-3')
+  open(prefix + '.index', 'w').close()
+  for suffix in ('.index', '.meta', '.data-00000-of-00001'):
+    code, _, err = _main(['--checkpoint', prefix + suffix, '--output_dir',
+                          str(tmp_path / 'o'), '--sparsity', 'w:0.5'], capsys)
+    assert code == 1 and err.strip().endswith(
+        '--checkpoint %s%s is a file of checkpoint %s: pass that prefix or its '
+        'folder' % (prefix, suffix, prefix)), err
+  os.remove(prefix + '.index')
   code, _, err = _main(['--checkpoint', str(empty), '--output_dir', str(empty),
                         '--sparsity', 'w:0.5'], capsys)
   assert code == 1 and 'exists; give a new folder' in err

@@ -106,6 +106,9 @@ def test_filename_flag_and_bool_value_for_allow_no_masks(checkpoints,
 
 @pytest.mark.parametrize('case, message', [
     ('missing', "checkpoint_dir '.*missing' does not exist"),
+    ('index_file', r"checkpoint_dir '(.*)\.index' is a file of checkpoint "
+                   r"'\1': pass that prefix \(without the file's suffix\) "
+                   r"or its directory"),
     ('empty', 'holds no checkpoint'),
     ('no_masks', 'has no masked weights .*--allow_no_masks'),
     ('unknown_node', "output nodes 'nope', 'fc9' not found"),
@@ -122,6 +125,8 @@ def test_bad_input_is_one_line_nonzero_and_writes_nothing(
            'output_dir': str(tmp_path / 'out' / 'sub')}
   if case == 'missing':
     flags['checkpoint_dir'] = str(tmp_path / 'missing')
+  elif case == 'index_file':
+    flags['checkpoint_dir'] = tf.train.latest_checkpoint(masked) + '.index'
   elif case == 'empty':
     flags['checkpoint_dir'] = str(tmp_path / 'empty')
   elif case == 'no_masks':

@@ -23,6 +23,8 @@ and partitioned slices work. `variable_value` checks the entry now and reads
 it later, when the returned thunk is called.
 """
 
+import re
+
 import numpy as np
 import tensorflow.compat.v1 as tf
 
@@ -35,13 +37,15 @@ class NoCheckpoint(ValueError):
 
   Attributes:
     reason: `EMPTY` (no path given), `MISSING` (neither a directory nor a
-      prefix) or `NONE_SAVED` (a directory without a checkpoint).
+      prefix), `FILE` (one of a checkpoint's files, not its prefix) or
+      `NONE_SAVED` (a directory without a checkpoint).
+    prefix: for `FILE`, the prefix of that checkpoint; else None.
   """
-  EMPTY, MISSING, NONE_SAVED = 'empty', 'missing', 'none saved'
+  EMPTY, MISSING, FILE, NONE_SAVED = 'empty', 'missing', 'file', 'none saved'
 
-  def __init__(self, message, reason):
+  def __init__(self, message, reason, prefix=None):
     super(NoCheckpoint, self).__init__(message)
-    self.reason = reason
+    self.reason, self.prefix = reason, prefix
 
 
 def checkpoint_prefix(checkpoint_dir):
@@ -65,6 +69,12 @@ def checkpoint_prefix(checkpoint_dir):
   if tf.io.gfile.exists(checkpoint_dir + '.index'):
     return checkpoint_dir
   if not tf.io.gfile.isdir(checkpoint_dir):
+    owner = _file_prefix(checkpoint_dir)
+    if owner is not None:
+      raise NoCheckpoint('checkpoint_dir %r is a file of checkpoint %r: pass '
+                         'that prefix (without the file\'s suffix) or its '
+                         'directory' % (checkpoint_dir, owner),
+                         NoCheckpoint.FILE, owner)
     raise NoCheckpoint('checkpoint_dir %r does not exist (neither a directory '
                        'nor a checkpoint prefix)' % checkpoint_dir,
                        NoCheckpoint.MISSING)
@@ -75,6 +85,15 @@ def checkpoint_prefix(checkpoint_dir):
                        'first or pass the directory the checkpoints were '
                        'saved to' % checkpoint_dir, NoCheckpoint.NONE_SAVED)
   return prefix
+
+
+def _file_prefix(path):
+  """The prefix of the checkpoint whose `.index`, `.meta` or data shard
+  `path` is, or None."""
+  match = re.match(r'(.+)\.(?:index|meta|data-\d+-of-\d+)$', path)
+  if match and tf.io.gfile.exists(match.group(1) + '.index'):
+    return match.group(1)
+  return None
 
 
 def read_meta_graph(prefix):

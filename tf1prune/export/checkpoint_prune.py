@@ -142,6 +142,10 @@ def _resolve(checkpoint):
       raise CheckpointPruneError('--checkpoint folder %s has no checkpoint '
                                  '(no "checkpoint" state file naming one)' %
                                  checkpoint)
+    if e.reason == e.FILE:
+      raise CheckpointPruneError('--checkpoint %s is a file of checkpoint %s: '
+                                 'pass that prefix or its folder' %
+                                 (checkpoint, e.prefix))
     raise CheckpointPruneError('--checkpoint %s is neither a folder nor a '
                                'checkpoint prefix (no %s.index)' %
                                (checkpoint, checkpoint))
