@@ -1,6 +1,7 @@
 """LotteryTicket: snapshot, prune |mask * w|, rewind keeping masks; the example."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -111,6 +112,18 @@ def test_masked_weights_that_are_not_variables_are_refused_or_skipped():
   _layer('fc', np.ones((2, 2), np.float32))
   assert [r.name for r in tf1prune.LotteryTicket(scope='t2').records] == [
       'fc/weights']
+
+
+def test_a_lock_under_the_mask_is_refused_with_the_order_to_use():
+  w = tf.get_variable('fc/weights', initializer=tf.ones_initializer(),
+                      shape=[4, 4])
+  with tf.variable_scope('fc'):
+    tf1prune.apply_mask(tf1prune.lock(w, np.s_[0, 0], value=0.5))
+  with pytest.raises(ValueError, match=re.escape(
+      'LotteryTicket: the masked weights fc/weights/locked_weight are locks '
+      'under the mask (apply_mask(lock(w))), whose snapshot and rewind would '
+      'not see the lock; build them as lock(apply_mask(w))')):
+    tf1prune.LotteryTicket()
 
 
 def test_snapshot_survives_save_and_restore(tmp_path):

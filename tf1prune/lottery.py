@@ -31,6 +31,7 @@ skipped with a warning.
 
 import tensorflow.compat.v1 as tf
 
+from tf1prune.locks import lock_records
 from tf1prune.masking import masked_weight_records
 from tf1prune.masks import Element, global_masks, magnitude_mask
 
@@ -61,7 +62,8 @@ class LotteryTicket(object):
     scope: variable scope of the snapshot variables.
 
   Raises:
-    ValueError: no record is a variable.
+    ValueError: no record is a variable, or a record is a lock under its
+      mask (`apply_mask(lock(w))`: build `lock(apply_mask(w))` instead).
   """
 
   def __init__(self, records=None, scope='lottery_ticket'):
@@ -82,6 +84,14 @@ class LotteryTicket(object):
       self._taken = tf.get_variable('snapshot_taken', [], tf.bool,
                                     initializer=tf.zeros_initializer(),
                                     trainable=False)
+    locked = sorted(set(skipped) & {
+        lock.effective.op.name for lock in lock_records()})
+    if locked:
+      raise ValueError(
+          'LotteryTicket: the masked weights %s are locks under the mask '
+          '(apply_mask(lock(w))), whose snapshot and rewind would not see '
+          'the lock; build them as lock(apply_mask(w)), the order that '
+          'keeps the locked entries whatever the mask' % ', '.join(locked))
     if skipped:
       tf.logging.warning('LotteryTicket skips masked weights that are not '
                          'variables: %s', ', '.join(skipped))
