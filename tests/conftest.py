@@ -16,6 +16,7 @@ files in it). pytest's own `tmp_path` folders stay where pytest keeps them.
 """
 
 import atexit
+import logging
 import os
 import shutil
 import tempfile
@@ -87,3 +88,25 @@ def other_python():
     pytest.skip('TF1PRUNE_OTHER_PYTHON is not set: run bin/run_tests for the '
                 'cross-version checks')
   return path
+
+
+@pytest.fixture
+def tf_warnings():
+  """Captures tf.logging messages at WARNING and above."""
+  records = []
+
+  class Handler(logging.Handler):
+
+    def emit(self, record):
+      records.append(record.getMessage())
+
+  logger = tf.get_logger()
+  handler = Handler(logging.WARNING)
+  old = tf.logging.get_verbosity()
+  tf.logging.set_verbosity(tf.logging.WARN)
+  logger.addHandler(handler)
+  try:
+    yield records
+  finally:
+    logger.removeHandler(handler)
+    tf.logging.set_verbosity(old)

@@ -5,7 +5,6 @@ NaN or Inf weights (kept by the mask, the threshold never NaN, a warning on
 stderr), see docs/reliability.md.
 """
 
-import logging
 import re
 
 import numpy as np
@@ -99,28 +98,6 @@ def _two_layers():
   for scope in ('conv1', 'fc1'):
     with tf.variable_scope(scope):
       tf1prune.apply_mask(tf.get_variable('weights', [4, 4]))
-
-
-@pytest.fixture
-def tf_warnings():
-  """Captures tf.logging messages at WARNING and above."""
-  records = []
-
-  class Handler(logging.Handler):
-
-    def emit(self, record):
-      records.append(record.getMessage())
-
-  logger = tf.get_logger()
-  handler = Handler(logging.WARNING)
-  old = tf.logging.get_verbosity()
-  tf.logging.set_verbosity(tf.logging.WARN)
-  logger.addHandler(handler)
-  try:
-    yield records
-  finally:
-    logger.removeHandler(handler)
-    tf.logging.set_verbosity(old)
 
 
 @pytest.mark.parametrize('hparams,entry', [

@@ -169,6 +169,19 @@ def test_locking_scope_refuses_a_variable_matched_twice():
       tf.get_variable('conv/weights', [3, 3])
 
 
+def test_a_locking_scope_regex_that_matches_nothing_is_a_warning(tf_warnings):
+  with tf1prune.locking_scope({'Conv2/weights$': dict(index=0),
+                               'conv2/biases$': dict(index=0)}) as locked:
+    with tf.variable_scope('conv2'):
+      tf.get_variable('weights', [3, 3])
+      tf.get_variable('biases', [3])
+  assert locked == ['conv2/biases']
+  assert [m for m in tf_warnings if 'locking_scope' in m] == [
+      "locking_scope regexes ['Conv2/weights$'] match no variable made inside "
+      "it, so they lock nothing; the variables made were: conv2/weights, "
+      "conv2/biases"]
+
+
 def test_locking_scope_around_masked_layer_locks_inside_the_mask():
   index = np.s_[:, :, 0, 1]
   with tf1prune.locking_scope({'conv1/weights$': dict(index=index)}):

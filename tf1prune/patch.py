@@ -192,10 +192,11 @@ def locking_scope(locks):
       raise ValueError('locks[%r] has unknown arguments %s; allowed: index, '
                        'mask, value' % (pattern, unknown))
     entries.append((_compile('locks key', pattern), arguments))
-  locked = []
+  locked, seen, used = [], [], set()
 
   def hits(name):
     found = [(r, a) for r, a in entries if r.search(name)]
+    used.update(r.pattern for r, _ in found)
     if len(found) > 1:
       raise ValueError('variable %s matches several locking_scope regexes: %s; '
                        'make them exclusive' % (name, ', '.join(
@@ -203,6 +204,7 @@ def locking_scope(locks):
     return found
 
   def match(name, var, kwargs):
+    seen.append(name)
     return bool(hits(name))
 
   def wrap(name, var):
@@ -213,3 +215,9 @@ def locking_scope(locks):
                          custom_getter=_patched_getter(wrap, match),
                          auxiliary_name_scope=False):
     yield locked
+  unused = sorted(r.pattern for r, _ in entries if r.pattern not in used)
+  if unused:
+    tf.logging.warning(
+        'locking_scope regexes %s match no variable made inside it, so they '
+        'lock nothing; the variables made were: %s', unused,
+        ', '.join(seen) or 'none')
