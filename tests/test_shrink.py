@@ -236,6 +236,37 @@ def test_flatten_into_dense_removes_the_nhwc_rows_of_each_channel():
                 if v.dtype == np.int32) == [[-1, 27]]
 
 
+def _flatten(h, form):
+  if form == 'slim':        # TF 1.15 builds the next form; TF 2.x a constant
+    import tf_slim as slim
+    return slim.flatten(h)
+  if form == 'batch_and_rest':
+    return tf.reshape(h, tf.stack([tf.shape(h)[0], -1]))
+  shape = tf.shape(h)       # 'all_dims': reads the channels from the shape
+  return tf.reshape(h, tf.stack([shape[0], shape[1] * shape[2] * shape[3]]))
+
+
+@pytest.mark.parametrize('form', ['slim', 'batch_and_rest', 'all_dims'])
+def test_a_flatten_that_reads_only_the_batch_size_shrinks(form):
+  w1, w2 = _glorot(4, [3, 3, 3, 5], [45, 7])
+  w1[..., [1, 4]] = 0.0
+  x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
+  h = tf.nn.relu(_conv(x, w1, np.full(5, 0.1, np.float32), 'VALID'))
+  h = tf.nn.max_pool(h, [1, 3, 3, 1], [1, 2, 2, 1], 'SAME')  # 3x3x5
+  _dense(_flatten(h, form), w2, np.zeros(7, np.float32), name='y')
+  feed = np.linspace(-1, 1, 3 * 8 * 8 * 3, dtype=np.float32).reshape(
+      3, 8, 8, 3)
+  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  dense = report.layers[1]
+  if form == 'all_dims':
+    assert (dense.inputs_before, dense.inputs_after) == (45, 45)
+    assert any(stop.node.endswith('Shape') for stop in report.stops), \
+        report.stops
+  else:
+    assert (dense.inputs_before, dense.inputs_after) == (45, 27)
+    assert report.layers[0].outputs_after == 3
+
+
 def test_cascade_a_filter_emptied_by_removed_inputs_is_removed_too():
   rs = np.random.RandomState(5)
   w1 = rs.randn(3, 4).astype(np.float32)

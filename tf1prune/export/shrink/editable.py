@@ -19,8 +19,9 @@ between them whose per-channel parameters are constants of their own.
 constant used by that layer only (NHWC, not transposed); `classify` gives
 an op's row of `tf1prune.channels`' table (`Op`) when the shrink can edit
 it: its per-channel parameter (`channel_const`) and a Reshape's target must
-be constants used by that op only. `reads_shape_only` recognizes the
-extra ones channel's shape read, which reads no channel.
+be constants used by that op only (or `[tf.shape(x)[0], -1]`).
+`reads_shape_only` recognizes the extra ones channel's shape read, and
+`reads_batch_size_only` a read of the batch size: neither reads a channel.
 """
 
 import collections
@@ -132,6 +133,48 @@ def reads_shape_only(g, node):
   return [int(e[3]) for e in ends] == [0, 1, 1]
 
 
+def _int_attr(node, key):
+  """An int attr of `node`, 0 where the file left it out (its default)."""
+  return node.attr[key].i if key in node.attr else 0
+
+
+def _batch_size_slice(g, node):
+  """True for `StridedSlice(shape, [0], [1], [1])` taking one number."""
+  if node.op != 'StridedSlice' or len(node.input) != 4:
+    return False
+  if not _int_attr(node, 'shrink_axis_mask') & 1 or any(
+      _int_attr(node, k) for k in ('ellipsis_mask', 'new_axis_mask',
+                                   'end_mask')):
+    return False
+  ends = [g.const_behind(i) for i in node.input[1:]]
+  return all(e is not None and np.shape(e) == (1,) for e in ends) and \
+      [int(e[0]) for e in ends] == [0, 1, 1]
+
+
+def reads_batch_size_only(g, node):
+  """True for a Shape whose users all take the batch size alone
+  (`tf.shape(x)[0]`, as TF 1.15's `slim.flatten` does): it reads no
+  channel, and the shrink changes none of what it gives."""
+  users = g.consumers(node.name)   # None if an output > 0 is read
+  return node.op == 'Shape' and bool(users) and all(
+      _batch_size_slice(g, user) for user, _ in users)
+
+
+def _batch_and_rest(g, name):
+  """True for `Pack([tf.shape(x)[0], -1])`: the target `[batch, -1]`."""
+  source, port = split_input(name)
+  node = g.nodes.get(source)
+  if port != 0 or node is None or node.op != 'Pack' or \
+      len(node.input) != 2 or _int_attr(node, 'axis'):
+    return False
+  first = g.nodes.get(split_input(node.input[0])[0])
+  shape = None if first is None or len(first.input) != 4 else g.nodes.get(
+      split_input(first.input[0])[0])
+  rest = g.const_behind(node.input[1])
+  return shape is not None and reads_batch_size_only(g, shape) and \
+      rest is not None and np.ndim(rest) == 0 and int(rest) == -1
+
+
 def _elementwise(g, found, channels):
   node = found.node
   if found.rule.value is None:
@@ -151,12 +194,12 @@ def _elementwise(g, found, channels):
 
 def _reshape(g, found, channels):
   node, const = found.node, None
-  if node.op == 'Reshape':
+  if node.op == 'Reshape' and not _batch_and_rest(g, node.input[1]):
     const = g.exclusive_const(node, 1)
     target = g.value(const) if const is not None else None
     if target is None or target.ndim != 1 or target[-1] not in (-1, channels):
-      return None, ('only a Reshape by a constant of its own that keeps '
-                    'whole channels is shrunk')
+      return None, ('only a Reshape by a constant of its own, or to [batch '
+                    'size, -1], that keeps whole channels is shrunk')
   return Op('reshape', node, [0], node.name, const, found.extra,
             found.rule), None
 

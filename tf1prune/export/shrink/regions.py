@@ -47,8 +47,8 @@ import numpy as np
 from tf1prune.channels import Forward, UnionFind, rule_of
 # channel_const and find_layers are read from here too (rewrite, run).
 from tf1prune.export.shrink.editable import (  # noqa: F401
-    channel_const, classify, find_layers, is_const, reads_shape_only,
-    static_rank)
+    channel_const, classify, find_layers, is_const, reads_batch_size_only,
+    reads_shape_only, static_rank)
 from tf1prune.export.shrink.frozen_graph import split_input
 from tf1prune.export.shrink.lrn import rewritten_lrn
 
@@ -268,7 +268,8 @@ class RegionWalk(Forward):
         elif (layer, tensor) not in region.sinks:
           region.sinks.append((layer, tensor))
         continue
-      if user.name in self.broken or reads_shape_only(g, user):
+      if user.name in self.broken or reads_shape_only(g, user) or \
+          reads_batch_size_only(g, user):
         continue
       op = self.ops.get(user.name)
       why = self.why.get(user.name)
