@@ -267,6 +267,32 @@ def test_a_flatten_that_reads_only_the_batch_size_shrinks(form):
     assert report.layers[0].outputs_after == 3
 
 
+@pytest.mark.parametrize('activation', ['relu', 'swish'])
+@pytest.mark.parametrize('logits_bias', [True, False])
+def test_a_channel_only_one_member_of_an_add_drops_stops_at_that_add(
+    activation, logits_bias):
+  w1, w2, w3 = _glorot(6, [3, 3, 3, 8], [1, 1, 8, 8], [8, 4])
+  w1[..., [0, 1]] = 0.0           # the stem drops 0 and 1, the branch 1 and 2
+  w2[..., [1, 2]] = 0.0
+  x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
+  stem = getattr(tf.nn, activation)(_conv(x, w1, np.full(8, 0.1, np.float32),
+                                          'SAME', name='stem'))
+  branch = _conv(stem, w2, np.full(8, 0.2, np.float32), 'SAME', name='branch')
+  h = tf.reduce_mean(tf.add(stem, branch, name='residual_add'), [1, 2])
+  if logits_bias:
+    _dense(h, w3, np.ones(4, np.float32), name='y')
+  else:     # the folded constant of channel 1 needs an Add after it
+    tf.matmul(h, tf.constant(w3), name='y')
+  feed = np.linspace(-1, 1, 2 * 8 * 8 * 3, dtype=np.float32).reshape(
+      2, 8, 8, 3)
+  _, report = _check_same_outputs(tf.get_default_graph().as_graph_def(), feed)
+  assert [(s.node, s.channels) for s in report.stops] == [
+      ('residual_add', 1), ('residual_add', 1)]
+  assert all(s.reason.startswith('not every member of this add drops')
+             for s in report.stops)
+  assert [row.outputs_after for row in report.layers[:2]] == [7, 7]
+
+
 def test_cascade_a_filter_emptied_by_removed_inputs_is_removed_too():
   rs = np.random.RandomState(5)
   w1 = rs.randn(3, 4).astype(np.float32)

@@ -199,12 +199,21 @@ def _padded_ones(g, layer, pattern):
   return node.input[0], pads
 
 
-def _first_sum(region, position, classes, cls):
-  """The first residual add or sub whose output holds class `cls`."""
+def _meeting(region, position, classes, cls, kept):
+  """The first op of `region` where class `cls` from filters that are all
+  empty meets `cls` from a kept filter (a residual add, a sub, a product):
+  kept is {layer output: whether its filter of `cls` is kept}. A product of
+  two tensors of the same filters (swish's x * sigmoid(x)) is no meeting."""
+  keeps = dict(kept)
   for op in sorted(region.ops, key=lambda o: position.get(o.node.name, 0)):
-    if op.kind == 'elementwise' and len(op.inputs) > 1 and \
-        cls in classes[op.output]:
+    seen = [keeps[t] for t in (split_input(op.node.input[i])[0]
+                               for i in op.inputs)
+            if t in keeps and cls in classes[t]]
+    if not seen:
+      continue
+    if len(set(seen)) > 1:
       return op.node
+    keeps[op.output] = seen[0]
   return None
 
 
@@ -215,13 +224,15 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
   for tensor, why in region.pins:
     for c in classes[tensor]:
       block.setdefault(c, why)
-  live = set()
+  live, kept = set(), {}
   for layer in region.sources:
     empty = empty_filters(g, layer)
     for c, is_empty in zip(classes[layer.node.name], empty):
       (dead if is_empty else live).add(c)
+      kept[layer.node.name, c] = not is_empty
   for c in dead & live:
-    node = _first_sum(region, position, classes, c)
+    node = _meeting(region, position, classes, c, dict(
+        (name, keeps) for (name, cls), keeps in kept.items() if cls == c))
     where = (node.name, node.op) if node is not None else ('', '')
     block.setdefault(c, where + ('not every member of this add drops the '
                                  'channel: another layer keeps it',))

@@ -47,6 +47,7 @@ shape read, a residual add whose other members keep it, ...), the report
 says where and why.
 """
 
+import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
@@ -195,6 +196,10 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   before = [_stats(g, layer) for layer in layers.values()]
   stops = []
   for round_index in range(_MAX_ROUNDS):
+    # A layer that is an output and got an Add of folded constants is now
+    # `<name>/shrink_unfolded` (`rewrite._insert_add`): key it so.
+    layers = collections.OrderedDict(
+        (layer.node.name, layer) for layer in layers.values())
     changed, stops = _round(g, layers, fold_borders, objective, progress,
                             'shrinking layers (round %d)' % (round_index + 1))
     _write_back(g)
