@@ -209,6 +209,17 @@ def test_pruner_errors():
       "e.g. [('dense', 'kernel')]; got the entry 'dense'")
 
 
+def test_n_of_m_on_inputs_not_a_multiple_of_m_is_an_error_naming_the_weight():
+  inputs = K.Input((8, 8, 3))
+  hidden = K.layers.Conv2D(8, 3, name='conv1')(inputs)
+  model = K.Model(inputs, K.layers.Dense(10)(K.layers.Flatten()(hidden)))
+  with pytest.raises(ValueError) as e:
+    tk.Pruner(model, 'granularity_map=[conv1:2of4]')
+  assert str(e.value) == (
+      '2:4 sparsity groups axis -2 of conv1/kernel (shape [3, 3, 3, 8]) by 4, '
+      'but 3 is not a multiple of 4; use another granularity for this weight')
+
+
 # Lottery tickets.
 
 def _optimizer_variables(model):

@@ -79,7 +79,8 @@ class Pruner(object):
 
   Raises:
     ValueError: an hparam is out of range, a layer is not built, a weight is
-      not floating point, or no weight is left to prune.
+      not floating point or its shape does not fit its granularity (N:M
+      needs inputs that are a multiple of M), or no weight is left to prune.
   """
 
   def __init__(self, model, hparams=None, weights=None):
@@ -102,6 +103,10 @@ class Pruner(object):
                        'build the model first' % (
                            model.name, weights,
                            self._plan.spec.values()['do_not_prune']))
+    for record in self._records:   # an N:M weight of 6 inputs fails here
+      self._plan.weight(record.name, previous_mask=record.pin.mask
+                        ).granularity.check_shape(record.variable.shape,
+                                                  record.name)
     self.thresholds = {r.name: np.float32(0.0) for r in self._records}
     self.last_update_step = 0
 

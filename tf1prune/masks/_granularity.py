@@ -30,6 +30,11 @@ class Granularity(object):
     """Returns (float32 mask shaped like `weight`, float32 threshold)."""
     raise NotImplementedError
 
+  def check_shape(self, shape, name):
+    """Raises ValueError if a weight named `name` of static `shape` (a
+    TensorShape or list) cannot be grouped so; `compute_mask` checks it
+    too. Any shape is fine here."""
+
   def removes_outputs(self, shape):
     """True if each group of a weight of `shape` (a list of ints, the last
     axis its outputs) spans whole outputs: pruning one removes output

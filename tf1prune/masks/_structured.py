@@ -50,14 +50,25 @@ def _check_importance(importance):
                      (', '.join(IMPORTANCES), importance))
 
 
-def _static_shape(weight, granularity, min_rank):
-  """The weight's static shape as a list; raises ValueError if unusable."""
-  shape = weight.get_shape()
+def _name_of(weight):
+  """`weight`'s name in messages: its op's name in a graph. An eager tensor
+  has none; the Keras `Pruner` checks its weights by name first
+  (`check_shape`)."""
+  try:
+    return weight.op.name
+  except AttributeError:   # eager: Tensor.op is undefined
+    return 'the weight'
+
+
+def _check_rank(shape, granularity, min_rank, name):
+  """Returns `shape` (a TensorShape or list) as a list of ints; raises
+  ValueError unless it is fully known with rank >= `min_rank`."""
+  shape = tf.TensorShape(shape)
   if not shape.is_fully_defined() or shape.ndims < min_rank:
     raise ValueError(
         '%s granularity needs a weight of known shape with rank >= %d; %s has '
         'shape %s. Use element granularity for it (leave it out of '
-        'granularity_map).' % (granularity, min_rank, weight.op.name, shape))
+        'granularity_map).' % (granularity, min_rank, name, shape))
   return shape.as_list()
 
 
@@ -131,6 +142,10 @@ class _Groups(Granularity):
       return False
     return list(self.block_shape(list(shape))[:-1]) == list(shape[:-1])
 
+  def check_shape(self, shape, name):
+    """Raises ValueError if weight `name` of `shape` cannot be grouped."""
+    _check_rank(shape, self.name, self.min_rank, name)
+
   def compute_mask(self, weight, sparsity, select):
     """Returns (float32 mask shaped like `weight`, float32 threshold).
 
@@ -142,7 +157,9 @@ class _Groups(Granularity):
     Raises:
       ValueError: the weight's shape is unknown or its rank too small.
     """
-    shape = _static_shape(weight, self.name, self.min_rank)
+    shape = weight.get_shape()
+    self.check_shape(shape, _name_of(weight))
+    shape = shape.as_list()
     block = self.block_shape(shape)
     if all(b == 1 for b in block):
       return Element().compute_mask(weight, sparsity, select)
@@ -272,17 +289,24 @@ class NM(Granularity):
     self.n, self.m = n, m
     self.previous_mask = previous_mask
 
+  def check_shape(self, shape, name):
+    """Raises ValueError unless weight `name` of `shape` has rank >= 2 and
+    axis -2 a multiple of `m`."""
+    shape = _check_rank(shape, '%d:%d' % (self.n, self.m), 2, name)
+    if shape[-2] % self.m:
+      raise ValueError(
+          '%d:%d sparsity groups axis -2 of %s (shape %s) by %d, but %d is not '
+          'a multiple of %d; use another granularity for this weight' %
+          (self.n, self.m, name, shape, self.m, shape[-2], self.m))
+
   def compute_mask(self, weight, sparsity, select=None):
     """Returns (float32 mask shaped like `weight`, float32 threshold).
 
     The threshold is the smallest kept `abs(w)` (+inf if nothing is kept).
     """
-    shape = _static_shape(weight, '%d:%d' % (self.n, self.m), 2)
-    if shape[-2] % self.m:
-      raise ValueError(
-          '%d:%d sparsity groups axis -2 of %s (shape %s) by %d, but %d is not '
-          'a multiple of %d; use another granularity for this weight' %
-          (self.n, self.m, weight.op.name, shape, self.m, shape[-2], self.m))
+    shape = weight.get_shape()
+    self.check_shape(shape, _name_of(weight))
+    shape = shape.as_list()
     magnitudes = tf.abs(tf.cast(weight, _score_dtype(weight.dtype)))
     magnitudes = tf.where_v2(tf.is_nan(magnitudes),
                              tf.ones_like(magnitudes) * np.inf, magnitudes)
