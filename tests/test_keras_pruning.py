@@ -209,6 +209,17 @@ def test_pruner_errors():
       "e.g. [('dense', 'kernel')]; got the entry 'dense'")
 
 
+@pytest.mark.parametrize('sparsity', [1.5, 1.0, -0.1])
+def test_update_rejects_a_sparsity_outside_0_to_1(sparsity):
+  model = _dense(np.arange(1., 101.).reshape(10, 10))
+  pruner = tk.Pruner(model)
+  with pytest.raises(ValueError) as e:
+    pruner.update(sparsity=sparsity)
+  assert str(e.value) == ('sparsity must be in [0, 1), got %r: the fraction of '
+                          'each weight to prune, e.g. 0.9' % sparsity)
+  assert np.count_nonzero(model.layers[0].kernel.numpy()) == 100
+
+
 def test_n_of_m_on_inputs_not_a_multiple_of_m_is_an_error_naming_the_weight():
   inputs = K.Input((8, 8, 3))
   hidden = K.layers.Conv2D(8, 3, name='conv1')(inputs)

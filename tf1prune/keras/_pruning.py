@@ -154,15 +154,21 @@ class Pruner(object):
     """Recomputes every mask now and zeroes the pruned entries.
 
     Args:
-      sparsity: the sparsity to use (weights in `weight_sparsity_map` get
-        `sparsity * their target / target_sparsity`); None: the schedule's
-        at `step`.
+      sparsity: the sparsity to use, in [0, 1) (weights in
+        `weight_sparsity_map` get `sparsity * their target /
+        target_sparsity`); None: the schedule's at `step`.
       step: the training step (default `last_update_step`); recorded as
         `last_update_step`.
 
     Returns:
       {name: float32 threshold}.
+
+    Raises:
+      ValueError: `sparsity` is not in [0, 1).
     """
+    if sparsity is not None and not 0.0 <= float(sparsity) < 1.0:
+      raise ValueError('sparsity must be in [0, 1), got %r: the fraction of '
+                       'each weight to prune, e.g. 0.9' % (sparsity,))
     step = self.last_update_step if step is None else int(step)
     plan = self._plan
     units = [MaskUnit([r.name], tf.convert_to_tensor(r.variable),
