@@ -274,6 +274,22 @@ def test_error_unknown_weight_and_bad_value():
                           "'zero', a number or an array, got 'frozen'" % name)
 
 
+def test_error_layer_of_another_model_or_an_index():
+  model = K.Sequential([K.Input((6,)), K.layers.Dense(5, name='hidden'),
+                        K.layers.Dense(1, name='out')])
+  other = K.Sequential([K.Input((6,)), K.layers.Dense(5, name='hidden')])
+  for layer, got in ((other.layers[0], "the Dense 'hidden', which is not in "
+                      'it (a layer of another model?)'),
+                     (0, '0 (type int)')):
+    with pytest.raises(ValueError) as e:
+      tk.lock(model, layer, 'kernel', np.s_[:, 0], value='zero')
+    assert str(e.value) == (
+        'layer must be one of the layers of model %r or its name, got %s; '
+        "pass model.layers[i] or one of the names ['hidden', 'out']"
+        % (model.name, got))
+  assert tk.locked_entries(model) == {} and tk.locked_entries(other) == {}
+
+
 def test_error_weight_its_layer_updates_itself():
   model = K.Sequential([K.Input((6,)), K.layers.Dense(4),
                         K.layers.BatchNormalization(name='bn')])

@@ -33,14 +33,30 @@ __all__ = ['apply_pins', 'lock', 'locked_entries', 'unlock']
 
 
 def resolve_layer(model, layer):
-  """`layer` as a layer object (it may be given by name)."""
+  """`layer`, one of `model`'s layers (nested ones too) or a name of one of
+  its `model.layers`, as the layer object.
+
+  Raises:
+    ValueError: `layer` is neither: another model's layer, an index, ...
+  """
+  names = [l.name for l in model.layers]
   if isinstance(layer, str):
     try:
       return model.get_layer(layer)
     except ValueError:
       raise ValueError('model %r has no layer named %r; its layers are %s'
-                       % (model.name, layer, [l.name for l in model.layers]))
-  return layer
+                       % (model.name, layer, names))
+  if any(l is layer for l in _pin._layers(model)):
+    return layer
+  name = getattr(layer, 'name', None)
+  if isinstance(name, str):
+    what = ('the %s %r, which is not in it (a layer of another model?)'
+            % (type(layer).__name__, name))
+  else:
+    what = '%r (type %s)' % (layer, type(layer).__name__)
+  raise ValueError('layer must be one of the layers of model %r or its name, '
+                   'got %s; pass model.layers[i] or one of the names %s'
+                   % (model.name, what, names))
 
 
 def _values(value, current, what, index=None):
@@ -81,7 +97,8 @@ def lock(model, layer, weight='kernel', index=None, mask=None, value='current'):
 
   Args:
     model: the built Keras model (Keras 3 or tf_keras) the layer trains in.
-    layer: a layer of it, or its name.
+    layer: a layer of it (the object in `model.layers`, or in a nested
+      model's), or its name.
     weight: the weight's short name: 'kernel', 'bias', 'embeddings', ...
     index: NumPy index of the entries, e.g. `np.s_[:, 3]`, `...` for all.
     mask: bool array of the weight's shape, True where locked (with `index`:
@@ -94,8 +111,9 @@ def lock(model, layer, weight='kernel', index=None, mask=None, value='current'):
     The weight's `Pin` (`.locked`, `.values`, `.mask` as NumPy arrays).
 
   Raises:
-    ValueError: the layer is not built, the weight is not floating point, the
-      index is out of range, the mask or value has the wrong shape.
+    ValueError: `layer` is not one of the model's layers or their names, the
+      layer is not built, the weight is not floating point, the index is out
+      of range, the mask or value has the wrong shape.
   """
   layer = resolve_layer(model, layer)
   variable = _pin.weight_of(layer, weight)
