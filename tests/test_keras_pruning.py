@@ -1,6 +1,7 @@
 """tf1prune.keras pruning and lottery tickets: exact masks, schedule, summaries."""
 
 import glob
+import logging
 import os
 
 import numpy as np
@@ -207,6 +208,41 @@ def test_pruner_errors():
   assert str(e.value) == (
       'weights= must be a list of (layer or layer name, weight name) pairs, '
       "e.g. [('dense', 'kernel')]; got the entry 'dense'")
+
+
+@pytest.fixture
+def tf_warnings():
+  """The tf.logging warnings (the graph API's channel) while a test runs."""
+  said = []
+
+  class Handler(logging.Handler):
+
+    def emit(self, record):
+      said.append(record.getMessage())
+
+  handler = Handler(logging.WARNING)
+  old = tf.compat.v1.logging.get_verbosity()
+  tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.WARN)
+  tf.get_logger().addHandler(handler)
+  try:
+    yield said
+  finally:
+    tf.get_logger().removeHandler(handler)
+    tf.compat.v1.logging.set_verbosity(old)
+
+
+def test_do_not_prune_entry_matching_no_weight_warns_as_graph_mode(
+    tf_warnings):
+  inputs = K.Input((8,))
+  hidden = K.layers.Dense(8, name='fc')(inputs)
+  model = K.Model(inputs, K.layers.Dense(3, name='logits')(hidden))
+  tk.Pruner(model, 'do_not_prune=[Logits]')
+  assert [m for m in tf_warnings if 'match no masked weight' in m] == [
+      "do_not_prune entries ['Logits'] match no masked weight (fc/kernel, "
+      'logits/kernel); regexes are case-sensitive: ignoring case, Logits '
+      'matches logits/kernel']
+  tk.Pruner(model, 'do_not_prune=[logits]')
+  assert len([m for m in tf_warnings if 'match no masked weight' in m]) == 1
 
 
 @pytest.mark.parametrize('sparsity', [1.5, 1.0, -0.1])

@@ -47,7 +47,6 @@ decision for all members. The rules:
 """
 
 import collections
-import re
 import weakref
 
 import numpy as np
@@ -100,18 +99,6 @@ def warn_once(graph, message, *args):
   if text not in seen:
     seen.add(text)
     tf.logging.warning('%s', text)
-
-
-def case_hint(patterns, names):
-  """'; regexes are case-sensitive: ...' naming the weights that `patterns`
-  would match ignoring case, or ''."""
-  near = ['%s matches %s' % (p, ', '.join(n for n in names
-                                          if re.search(p, n, re.IGNORECASE)))
-          for p in patterns
-          if any(re.search(p, n, re.IGNORECASE) for n in names)]
-  if not near:
-    return ''
-  return '; regexes are case-sensitive: ignoring case, %s' % '; '.join(near)
 
 
 def _shape(record):

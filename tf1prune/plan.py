@@ -65,6 +65,18 @@ def _or(a, b):
   return a or b
 
 
+def _case_hint(patterns, names):
+  """'; regexes are case-sensitive: ...' naming the weights that `patterns`
+  would match ignoring case, or ''."""
+  near = ['%s matches %s' % (p, ', '.join(n for n in names
+                                          if re.search(p, n, re.IGNORECASE)))
+          for p in patterns
+          if any(re.search(p, n, re.IGNORECASE) for n in names)]
+  if not near:
+    return ''
+  return '; regexes are case-sensitive: ignoring case, %s' % '; '.join(near)
+
+
 class PruningPlan(object):
   """The decisions of one `PruningSpec`; see the module docstring.
 
@@ -242,6 +254,16 @@ class PruningPlan(object):
     found.append(('do_not_prune', spec.do_not_prune.unmatched(
         list(names) + list(mask_names))))
     return [(hparam, patterns) for hparam, patterns in found if patterns]
+
+  def unmatched_warnings(self, names, mask_names=()):
+    """The warnings, one per hparam, for the entries `unmatched` finds.
+
+    Each names the hparam, its entries, the weights (`names`) and, for an
+    entry that would match some of them ignoring case, which.
+    """
+    return ['%s entries %s match no masked weight (%s)%s' % (
+        hparam, patterns, ', '.join(names), _case_hint(patterns, names))
+            for hparam, patterns in self.unmatched(names, mask_names)]
 
   def global_groups(self, items, group_of):
     """Returns {pattern: [items]} of every `global_pruning_groups` pattern.

@@ -303,12 +303,9 @@ class Pruning(object):
     frozen = locks.frozen_mask_regions(records)
     names = [r.name for r in records]
     graph = records[0].mask.graph if records else None
-    for hparam, unmatched in self._plan.unmatched(
+    for text in self._plan.unmatched_warnings(
         names, [r.mask.op.name for r in records]):
-      _coupled_pruning.warn_once(
-          graph, '%s entries %s match no masked weight (%s)%s', hparam,
-          unmatched, ', '.join(names), _coupled_pruning.case_hint(
-              unmatched, names))
+      _coupled_pruning.warn_once(graph, '%s', text)
     targets = [_Target(r, self._plan.weight(r.name, r.mask.op.name, r.mask),
                        frozen.get(r.name)) for r in records]
     targets = [t for t in targets if t.spec.pruned]

@@ -90,7 +90,11 @@ class Pruner(object):
     # Parsed and validated once, as the graph API does (tf1prune.plan).
     self._plan = PruningSpec.from_hparams(self.spec).plan()
     self._records = []
-    for layer, name in self._targets(weights):
+    targets = self._targets(weights)
+    names = ['%s/%s' % (layer.name, name) for layer, name in targets]
+    for text in self._plan.unmatched_warnings(names):   # as tf1prune.Pruning
+      tf.compat.v1.logging.warning('%s', text)
+    for layer, name in targets:
       full = '%s/%s' % (layer.name, name)
       if not self._plan.is_pruned(full):
         continue
