@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from keras_support import (bits, data, graph, keras_module,  # noqa: F401
-                           skip_unless_usable, small_model)
+from keras_support import (bits, data, graph, is_keras3,  # noqa: F401
+                           keras_module, skip_unless_usable, small_model)
 
 skip_unless_usable()
 
@@ -136,6 +136,25 @@ def test_strip_model_of_a_subclassed_model_is_a_clear_error():
     tk.strip_model(net)
   assert str(e.value).startswith('strip_model needs a Sequential or '
                                  'functional model')
+
+
+@pytest.mark.skipif(not is_keras3(K), reason="Keras 3's safe mode")
+def test_strip_model_of_a_lambda_layer_in_safe_mode_gives_the_fix():
+  inputs = K.Input((6,))
+  hidden = K.layers.Lambda(lambda t: t * 2.0, name='lam')(
+      K.layers.Dense(8)(inputs))
+  model = K.Model(inputs, K.layers.Dense(2)(hidden), name='with_lambda')
+  for strip in (tk.strip_model, tk.shrink_model):
+    with pytest.raises(ValueError) as e:
+      strip(model)
+    text = str(e.value)
+    assert text.startswith(
+        "strip_model copies 'with_lambda' with keras.models.clone_model, "
+        "which Keras 3's safe mode stops at a layer holding a Python function "
+        '(Requested the deserialization of a `Lambda` layer'), text
+    assert text.endswith('If you trust the model, call keras.config.'
+                         'enable_unsafe_deserialization() first.'), text
+    assert 'Build the model with' not in text
 
 
 def test_the_example_runs_a_tiny_lottery(monkeypatch):

@@ -45,7 +45,9 @@ def strip_model(model, shrink=False):
 
   Raises:
     ValueError: `model` is a subclassed model (`clone_model` needs a
-      Sequential or functional one).
+      Sequential or functional one), or Keras 3's safe mode keeps
+      `clone_model` from copying a `Lambda` layer's Python function (the
+      fix: `keras.config.enable_unsafe_deserialization()`).
   """
   keras = _version.keras_of(model)
   pinned = {id(v): pin for _, _, v, pin in _pin.pins(model)}
@@ -56,6 +58,12 @@ def strip_model(model, shrink=False):
   try:
     plain = keras.models.clone_model(model, clone_function=clone)
   except (ValueError, TypeError, NotImplementedError) as e:
+    if 'enable_unsafe_deserialization' in str(e):   # Keras 3's safe mode
+      raise ValueError(
+          'strip_model copies %r with keras.models.clone_model, which Keras '
+          "3's safe mode stops at a layer holding a Python function (%s). If "
+          'you trust the model, call keras.config.'
+          'enable_unsafe_deserialization() first.' % (model.name, e))
     raise ValueError('strip_model needs a Sequential or functional model that '
                      'keras.models.clone_model can copy; %r cannot be (%s). '
                      'Build the model with keras.Sequential or keras.Model('
