@@ -290,6 +290,24 @@ def test_error_layer_of_another_model_or_an_index():
   assert tk.locked_entries(model) == {} and tk.locked_entries(other) == {}
 
 
+def test_error_model_that_is_not_a_model():
+  with pytest.raises(ValueError) as e:
+    tk.lock(None, 'dense', 'kernel', np.s_[:, 0], value='zero')
+  assert str(e.value) == ('model must be a Keras model (the one the layer '
+                          'trains in), got None (type NoneType)')
+
+
+def test_a_layer_of_a_nested_model_is_found_by_its_name():
+  inner = K.Sequential([K.Input((6,)), K.layers.Dense(5, name='inner_dense')],
+                       name='inner')
+  x = K.Input((6,))
+  model = K.Model(x, K.layers.Dense(1, name='top')(inner(x)))
+  tk.lock(model, 'inner_dense', 'kernel', np.s_[:, 0], value='zero')
+  assert len(tk.locked_entries(model)) == 1
+  np.testing.assert_array_equal(
+      inner.layers[0].kernel.numpy()[:, 0], np.zeros(6, np.float32))
+
+
 def test_error_weight_its_layer_updates_itself():
   model = K.Sequential([K.Input((6,)), K.layers.Dense(4),
                         K.layers.BatchNormalization(name='bn')])

@@ -33,19 +33,27 @@ __all__ = ['apply_pins', 'lock', 'locked_entries', 'unlock']
 
 
 def resolve_layer(model, layer):
-  """`layer`, one of `model`'s layers (nested ones too) or a name of one of
-  its `model.layers`, as the layer object.
+  """`layer`, one of `model`'s layers (nested ones too) or the name of one,
+  as the layer object.
 
   Raises:
     ValueError: `layer` is neither: another model's layer, an index, ...
   """
+  if not hasattr(model, 'layers') or not hasattr(model, 'get_layer'):
+    raise ValueError('model must be a Keras model (the one the layer trains '
+                     'in), got %r (type %s)' % (model, type(model).__name__))
   names = [l.name for l in model.layers]
   if isinstance(layer, str):
-    try:
-      return model.get_layer(layer)
-    except ValueError:
-      raise ValueError('model %r has no layer named %r; its layers are %s'
-                       % (model.name, layer, names))
+    # Nested models' layers too, by the names Pruner reports.
+    found = [l for l in _pin._layers(model) if l.name == layer]
+    if len(found) == 1:
+      return found[0]
+    if found:
+      raise ValueError('model %r has %d layers named %r (in nested models); '
+                       'pass the layer object' % (model.name, len(found),
+                                                  layer))
+    raise ValueError('model %r has no layer named %r; its layers are %s'
+                     % (model.name, layer, names))
   if any(l is layer for l in _pin._layers(model)):
     return layer
   name = getattr(layer, 'name', None)
