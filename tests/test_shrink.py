@@ -112,7 +112,8 @@ def test_zero_padded_next_conv_gets_the_removed_constants_as_a_map():
   assert weight.shape == (3, 3, 1, 2)                # no extra channel
   np.testing.assert_array_equal(weight[:, :, 0], w2[:, :, 3])
   # y's bias add is now b2 + what relu(b1) of the removed channels gives
-  # each output position through y's zero-padded taps, one [1, H x W, C] map.
+  # each output position through y's zero-padded taps, one [1, 1, H x W, C]
+  # map.
   removed = np.float32([1.5, 0.0, 0.7]).astype(np.float64)
   taps = np.ones([6, 7, 3]) * removed
   pads = conv_pads([6, 7], [3, 3], [1, 1], [1, 1], 'SAME')
@@ -121,7 +122,7 @@ def test_zero_padded_next_conv_gets_the_removed_constants_as_a_map():
       np.tensordot(padded[i:i + 6, j:j + 7], w2[i, j, :3].astype(np.float64),
                    axes=([2], [0])) for i in range(3) for j in range(3))
   np.testing.assert_allclose(consts['y/shrink_map/value'],
-                             expected.reshape(1, 42, 2), rtol=1e-6)
+                             expected.reshape(1, 1, 42, 2), rtol=1e-6)
   assert consts['y/shrink_map/flat_shape'].tolist() == [-1, 42, 2]
   assert consts['y/shrink_map/shape'].tolist() == [-1, 6, 7, 2]
   ops = {n.name: n.op for n in small.node}

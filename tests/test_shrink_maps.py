@@ -85,7 +85,7 @@ def test_a_depthwise_block_gets_one_map_with_the_pointwise_bias():
   ops = {n.name: n.op for n in small.node}
   assert not [n for n in ops if 'shrink_ones' in n]
   maps = [n for n in ops if n.endswith('/shrink_map/value')]
-  assert len(maps) == 1 and _consts(small)[maps[0]].shape == (1, 64, 12)
+  assert len(maps) == 1 and _consts(small)[maps[0]].shape == (1, 1, 64, 12)
   # The map is a bias add: the Add reads the pointwise conv through a
   # Reshape (TOCO folds an Add straight after a conv into its [C] bias).
   base = maps[0][:-len('/value')]
@@ -108,7 +108,7 @@ def test_any_batch_size_a_stride_2_block_and_a_conv_without_bias():
   ops = {n.name: n.op for n in small.node}
   # No bias to merge with: the map has its own Add, after the conv.
   assert ops['pointwise/shrink_map'] == 'Reshape'
-  assert _consts(small)['pointwise/shrink_map/value'].shape == (1, 25, 12)
+  assert _consts(small)['pointwise/shrink_map/value'].shape == (1, 1, 25, 12)
 
 
 @pytest.mark.skipif(tf.__version__.startswith('1.'),
@@ -163,11 +163,14 @@ def test_params_objective_keeps_the_extra_channels():
   assert not [n for n in ops if 'shrink_map' in n]
 
 
-@pytest.mark.parametrize('size', [8, 24])    # one const, the table form
+# One const and the table form; batch size 1 too, where TOCO once moved the
+# Add in front of the conv's Reshape and aborted (`Dimensions must match`).
+@pytest.mark.parametrize('size, batch', [(8, 2), (8, 1), (24, 1)])
 def test_every_consumer_of_both_stacks_computes_the_map_exactly(
-    tmp_path, other_python, size):
-  """TF 1.15's TFLite converter (TOCO) included, on a graph shrunk here."""
-  graph_def, _ = _block(size=size, batch=2)
+    tmp_path, other_python, size, batch):
+  """TF 1.15's TFLite converter (TOCO) included, on a graph shrunk here (of
+  any batch size), converted at `batch`."""
+  graph_def, _ = _block(size=size)
   small, _ = shrink_graph_def(graph_def, ['y'])
   assert any(n.name.endswith('/shrink_map/table') for n in small.node) == (
       size == 24)
@@ -176,10 +179,10 @@ def test_every_consumer_of_both_stacks_computes_the_map_exactly(
   with open(path, 'wb') as f:
     f.write(small.SerializeToString())
   _same_outputs(graph_def, small, np.random.RandomState(0).uniform(
-      -1, 1, [2, size, size, 3]).astype(np.float32))
+      -1, 1, [batch, size, size, 3]).astype(np.float32))
   cells = deploy.check_deploy([sys.executable, other_python],
                               str(tmp_path), pb=path,
-                              inputs=[['x', [2, size, size, 3]]],
+                              inputs=[['x', [batch, size, size, 3]]],
                               outputs=['y'])
   consumers = sorted(c.consumer for c in cells)
   assert [c for c in consumers if c.startswith('tflite @ TF 1.15')], consumers

@@ -15,27 +15,35 @@ one constant map, added with the conv's bias.
     >>> ops = {n.name: n.op for n in small.node}
     >>> ops['y'], ops['y/shrink_map/flat'], ops['y/shrink_map/add']
     ('Reshape', 'Reshape', 'Add')
-    >>> [n.attr['value'].tensor.tensor_shape.dim[1].size for n in small.node
-    ...  if n.name == 'y/shrink_map/value']   # [1, H' x W', C]
-    [16]
+    >>> [[d.size for d in n.attr['value'].tensor.tensor_shape.dim]
+    ...  for n in small.node if n.name == 'y/shrink_map/value']
+    [[1, 1, 16, 1]]
 
 The removed channel was relu(2) = 2 everywhere, and the 3x3 conv's zero
 padding gave its corners 4 taps of it, its edges 6 and its interior 9: a
 map `M[H', W', C]` over the conv's output, the same for every example. The
-shrink adds it with the bias, as one `[1, H' x W', C]` constant (bias + M):
+shrink adds it with the bias, as one `[1, 1, H' x W', C]` constant
+(bias + M):
 
     y = Reshape(Add(Reshape(conv, [-1, H' x W', C]), bias + M), [-1, H', W', C])
 
 in place of `BiasAdd(conv, bias)`: the same number of additions as the bias
 add, no multiply-add (the report's FLOPs count none; its parameters count
 the map's entries instead of the bias's), and no op that depends on the
-input, so it runs for any batch size. The Reshapes are free in TensorFlow;
-they are there for TF 1.15's TFLite converter (TOCO), whose
+input, so it runs for any batch size N (the Add's output is
+`[1, N, H' x W', C]`). The Reshapes are free in TensorFlow; they are there
+for TF 1.15's TFLite converter (TOCO), whose
 `FuseBinaryIntoPrecedingAffine` folds an `Add` of a constant straight after
 a conv into the conv's `[C]` bias using the map's first pixel only (a
-silently wrong model); it fuses nothing across a Reshape. TensorFlow 1.15
-and 2.x, both TFLite converters, tf2onnx + onnxruntime and OpenVINO compute
-this form exactly (docs/deployment.md).
+silently wrong model); it fuses nothing across a Reshape. The constant has
+one dimension more than the Reshape's output because TOCO's
+`MoveBinaryOperatorBeforeReshape` moves an `Add` in front of the Reshape it
+reads whenever the constant's shape is the tail of that Reshape's output:
+a `[1, H' x W', C]` constant was, at batch size 1, and TOCO aborted adding
+it to the `[1, H', W', C]` conv (`Dimensions must match`). A longer shape
+is never a tail. TensorFlow 1.15 and 2.x, both TFLite converters, tf2onnx +
+onnxruntime and OpenVINO compute this form exactly, at batch size 1 too
+(docs/deployment.md).
 
 A map of `COMPACT_FROM` entries and more is stored as the table of its
 distinct rows and columns (`compact`: a few, the borders and the interior)
@@ -165,8 +173,9 @@ def compact(value):
 
 
 def _map_const(g, base, value):
-  """Nodes giving `value` `[H', W', C]` as `[1, H' x W', C]`: (the const the
-  report counts, the tensor to add).
+  """Nodes giving `value` `[H', W', C]` as `[1, 1, H' x W', C]`: (the const
+  the report counts, the tensor to add; one rank more than the Reshape of
+  the conv it is added to, see the module doc).
 
   One const of the map, or, for a large map (COMPACT_FROM entries and up)
   that `compact` at least halves, its table expanded by two constant
@@ -178,7 +187,7 @@ def _map_const(g, base, value):
   table, rows, cols = compact(value)
   if (value.size < COMPACT_FROM or
       2 * (table.size + height + width) > value.size):
-    const = _const(g, base + '/value', value.reshape(1, -1, channels))
+    const = _const(g, base + '/value', value.reshape(1, 1, -1, channels))
     return const, const
   const = _const(g, base + '/table', table)
   by_row = _node(g, base + '/rows', 'GatherV2', [
@@ -190,7 +199,7 @@ def _map_const(g, base, value):
       _const(g, base + '/col_axis', np.array(1, np.int32))],
                Tparams=value.dtype, Tindices=tf.int32, Taxis=tf.int32)
   flat = _node(g, base + '/value', 'Reshape', [full.name, _const(
-      g, base + '/value_shape', np.array([1, height * width, channels],
+      g, base + '/value_shape', np.array([1, 1, height * width, channels],
                                          np.int32))],
                T=value.dtype, Tshape=tf.int32)
   return const, flat.name

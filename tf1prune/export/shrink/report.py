@@ -10,9 +10,9 @@ FLOPs are per example: 2 x the multiply-adds of each Conv2D, MatMul and
 DepthwiseConv2dNative (bias adds, activations and pools are not counted, nor
 the Add of a border map, which replaces the bias add with as many
 additions). Parameters are the layer's weight plus the bias right after it,
-plus the constants the shrink added after it: a border map (`[1, H' x W',
-C]`, bias included; for a large map the table of its distinct rows and
-columns) counts its entries in place of the bias's. Both columns are taken
+plus the constants the shrink added after it: a border map (`[1, 1,
+H' x W', C]`, bias included; for a large map the table of its distinct rows
+and columns) counts its entries in place of the bias's. Both columns are taken
 after batch norms were folded into the layers, so "before" is the same
 model, folded.
 """

@@ -159,7 +159,7 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
       leave them out). False: such channels stay.
     objective: what the cost rule for removed channels that padding makes
       vary over the positions minimizes: 'flops' (default: they are always
-      removed; a `[1, H' x W', C]` map added with the next conv's bias where
+      removed; a `[1, 1, H' x W', C]` map added with the next conv's bias where
       its output height and width are static, else at most as many extra
       channels as they were, the interior value in the bias) or 'params'
       (extra channels; they stay where the `[1, H, W, k]` pattern of the
