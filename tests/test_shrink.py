@@ -648,8 +648,9 @@ def test_shrink_pb_rewrites_the_file_smaller(tmp_path):
       'bytes_after': report.file_bytes_after}
 
 
-def test_strip_pruning_vars_shrink_flag(tmp_path, capsys):
-  from tf1prune.cli import strip_pruning_vars as strip_cli
+def _filter_pruned_checkpoint(train_dir):
+  """conv1 (8 filters, 75% of them pruned) -> conv2 -> y, saved in
+  `train_dir`; returns (feed, y of feed)."""
   step = tf.train.get_or_create_global_step()
   x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
   bias = tf.random_normal_initializer(seed=3)
@@ -665,7 +666,13 @@ def test_strip_pruning_vars_shrink_flag(tmp_path, capsys):
     sess.run(tf.assign(step, 1000))
     sess.run(p.mask_update_op())
     expected = sess.run('y:0', {x: feed})
-    tf.train.Saver().save(sess, str(tmp_path / 'train' / 'model.ckpt'))
+    tf.train.Saver().save(sess, os.path.join(train_dir, 'model.ckpt'))
+  return feed, expected
+
+
+def test_strip_pruning_vars_shrink_flag(tmp_path, capsys):
+  from tf1prune.cli import strip_pruning_vars as strip_cli
+  feed, expected = _filter_pruned_checkpoint(str(tmp_path / 'train'))
   status = strip_cli.main([
       '--checkpoint_dir=%s' % (tmp_path / 'train'), '--output_node_names=y',
       '--output_dir=%s' % (tmp_path / 'out'), '--shrink',
@@ -682,3 +689,47 @@ def test_strip_pruning_vars_shrink_flag(tmp_path, capsys):
   with open(str(tmp_path / 'report.json')) as f:
     shrink = __import__('json').load(f)['shrink']
   assert [l['outputs_after'] for l in shrink['layers']] == [2, 4]
+
+
+def test_with_shrink_the_strip_report_describes_the_file_written(tmp_path,
+                                                                  capsys):
+  import gzip
+  import json
+  from tf1prune.cli import strip_pruning_vars as strip_cli
+  _filter_pruned_checkpoint(str(tmp_path / 'train'))
+  assert strip_cli.main([
+      '--checkpoint_dir=%s' % (tmp_path / 'train'), '--output_node_names=y',
+      '--output_dir=%s' % (tmp_path / 'out'), '--shrink',
+      '--report_json=%s' % (tmp_path / 'report.json')]) == 0
+  printed = capsys.readouterr().out
+  with open(str(tmp_path / 'out' / 'pruning_stripped.pb'), 'rb') as f:
+    data = f.read()
+  graph_def = tf.GraphDef()
+  graph_def.ParseFromString(data)
+  with open(str(tmp_path / 'report.json')) as f:
+    report = json.load(f)
+  shrink = report.pop('shrink')
+  assert report['num_nodes'] == len(graph_def.node)
+  assert report['file'] == {'bytes': len(data),
+                            'gzip_bytes': len(gzip.compress(data, 6))}
+  # What the stripped graph was before the shrink replaced it.
+  assert report['unshrunk_file']['bytes'] == shrink['file']['bytes_before']
+  assert report['unshrunk_num_nodes'] == shrink['num_nodes']['before']
+  assert shrink['num_nodes']['after'] == len(graph_def.node)
+  assert shrink['file']['bytes_after'] == len(data) < \
+      report['unshrunk_file']['bytes']
+  assert report['unshrunk_file']['gzip_bytes'] > report['file']['gzip_bytes']
+  assert 'file size      {:,} B  (before the shrink: {:,} B;'.format(
+      len(data), report['unshrunk_file']['bytes']) in printed
+  assert '(%d nodes, %d before the shrink;' % (
+      len(graph_def.node), report['unshrunk_num_nodes']) in printed
+
+
+def test_without_shrink_the_strip_report_has_no_unshrunk_figures(tmp_path):
+  _filter_pruned_checkpoint(str(tmp_path / 'train'))
+  report = tf1prune.strip_checkpoint(str(tmp_path / 'train'), ['y'],
+                                     str(tmp_path / 'm.pb'))
+  assert report.to_dict()['unshrunk_num_nodes'] is None
+  assert report.to_dict()['unshrunk_file'] == {'bytes': None,
+                                               'gzip_bytes': None}
+  assert 'before the shrink' not in report.format_table()

@@ -20,8 +20,10 @@ are entirely zero, `tf1prune.shrink`; `--shrink_objective=flops|params`: what
 its cost rule for channels that padding makes vary minimizes, default flops),
 `--tflite PATH` (TF 2.x: also write a
 TFLite model, sparse-encoded when that is smaller). Prints the per-layer
-sparsity table of the written graph (with `--shrink` the parameters and FLOPs
-per layer, with `--tflite` its size and max diff against the .pb).
+sparsity table of the stripped graph and the size and node count of the file
+written (with `--shrink`: the shrunk graph's, the stripped graph's beside
+them, then the parameters and FLOPs per layer; with `--tflite` its size and
+max diff against the .pb).
 On bad input it prints one line to stderr and exits non-zero, with no output
 file left behind (neither the .pb nor the `--tflite` or `--report_json`
 file; older ones stay as they were); the checkpoint is only read.
@@ -136,6 +138,7 @@ def _run(args, progress=None):
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
   from tf1prune import export  # pylint: disable=g-import-not-at-top
   from tf1prune.export import atomic  # pylint: disable=g-import-not-at-top
+  from tf1prune.export import stream  # pylint: disable=g-import-not-at-top
   tf.disable_eager_execution()
   output_dir = os.path.abspath(args.output_dir or os.curdir)
   created = None
@@ -192,6 +195,10 @@ def _run(args, progress=None):
         report.shrink_report = export.shrink_pb(
             staged['--filename'], args.output_node_names,
             objective=args.shrink_objective, progress=progress)
+        # The report describes the file written: the shrunk graph.
+        raw, gzipped = stream.file_sizes(staged['--filename'])
+        report.record_shrink(raw, gzipped,
+                             report.shrink_report.num_nodes_after)
       report.tflite_report = None
       if args.tflite:
         from tf1prune.export import write_tflite  # pylint: disable=g-import-not-at-top

@@ -70,6 +70,13 @@ class StripReport(object):
     dense_file_bytes, dense_file_bytes_gzip: the same for the graph with
       the raw (unmasked) weights in place of the folded ones.
     num_nodes: number of nodes in the written graph.
+
+  Attributes:
+    unshrunk_file_bytes, unshrunk_file_bytes_gzip, unshrunk_num_nodes: the
+      stripped graph's figures before a shrink replaced the file
+      (`record_shrink`); None when nothing was shrunk. The dense sizes stay
+      those of the unshrunk graph with the raw weights: the model before
+      pruning.
   """
 
   def __init__(self, checkpoint, output_path, output_nodes, layers, file_bytes,
@@ -83,6 +90,24 @@ class StripReport(object):
     self.file_bytes_gzip = file_bytes_gzip
     self.dense_file_bytes = dense_file_bytes
     self.dense_file_bytes_gzip = dense_file_bytes_gzip
+    self.num_nodes = num_nodes
+    self.unshrunk_file_bytes = None
+    self.unshrunk_file_bytes_gzip = None
+    self.unshrunk_num_nodes = None
+
+  def record_shrink(self, file_bytes, file_bytes_gzip, num_nodes):
+    """The written file is now the shrunk graph of these sizes.
+
+    `file_bytes`, `file_bytes_gzip` and `num_nodes` become the report's;
+    what they were moves to the `unshrunk_*` attributes (once: a second
+    call keeps the first unshrunk figures).
+    """
+    if self.unshrunk_num_nodes is None:
+      self.unshrunk_file_bytes = self.file_bytes
+      self.unshrunk_file_bytes_gzip = self.file_bytes_gzip
+      self.unshrunk_num_nodes = self.num_nodes
+    self.file_bytes = file_bytes
+    self.file_bytes_gzip = file_bytes_gzip
     self.num_nodes = num_nodes
 
   @property
@@ -111,6 +136,9 @@ class StripReport(object):
         'file': {'bytes': self.file_bytes, 'gzip_bytes': self.file_bytes_gzip},
         'dense_file': {'bytes': self.dense_file_bytes,
                        'gzip_bytes': self.dense_file_bytes_gzip},
+        'unshrunk_num_nodes': self.unshrunk_num_nodes,
+        'unshrunk_file': {'bytes': self.unshrunk_file_bytes,
+                          'gzip_bytes': self.unshrunk_file_bytes_gzip},
     }
 
   def format_table(self):
@@ -122,16 +150,25 @@ class StripReport(object):
              count(self.total_size), count(self.total_nonzeros),
              '{:.2%}'.format(self.total_sparsity))
     smaller = ratio(self.dense_file_bytes_gzip, self.file_bytes_gzip)
+    shrunk = self.unshrunk_num_nodes is not None
+
+    def unshrunk(value):
+      return 'before the shrink: %s B; ' % count(value) if shrunk else ''
+
     out = ['checkpoint: %s' % self.checkpoint,
-           'output:     %s (%s nodes; outputs %s)' % (
-               self.output_path, self.num_nodes, ', '.join(self.output_nodes))]
+           'output:     %s (%s nodes%s; outputs %s)' % (
+               self.output_path, self.num_nodes,
+               ', %s before the shrink' % self.unshrunk_num_nodes
+               if shrunk else '', ', '.join(self.output_nodes))]
     out.extend(table(('layer', 'shape', 'weights', 'nonzeros', 'sparsity'),
                      rows, total))
     out.extend(['',
-                'file size      %s B  (dense weights: %s B)' % (
-                    count(self.file_bytes), count(self.dense_file_bytes)),
-                'gzip size      %s B  (dense weights: %s B, %s)' % (
+                'file size      %s B  (%sdense weights: %s B)' % (
+                    count(self.file_bytes), unshrunk(self.unshrunk_file_bytes),
+                    count(self.dense_file_bytes)),
+                'gzip size      %s B  (%sdense weights: %s B, %s)' % (
                     count(self.file_bytes_gzip),
+                    unshrunk(self.unshrunk_file_bytes_gzip),
                     count(self.dense_file_bytes_gzip),
                     'n/a' if smaller is None else '%.2fx smaller' % smaller)])
     return '\n'.join(out)

@@ -13,7 +13,7 @@ A GraphDef's serialization is its nodes' entries followed by the rest
 (library, versions): `serialized_node` gives one entry, and
 `const_node_chunks` the entry of a constant without copying its array, so a
 large graph is written one node at a time. `ByteCounter` counts what went by,
-raw and gzipped.
+raw and gzipped; `file_sizes` counts a file that is already written.
 """
 
 import gzip
@@ -128,3 +128,17 @@ class ByteCounter(object):
     """Finishes the gzip stream; returns (raw bytes, gzip bytes)."""
     self._gzip.close()
     return self.raw_bytes, self._sink.size
+
+
+def file_sizes(path, chunk_bytes=1 << 20):
+  """(raw bytes, gzip bytes) of file `path`, read `chunk_bytes` at a time.
+
+  The gzip size is `ByteCounter`'s: level 6, as the `gzip` command.
+  """
+  counter = ByteCounter()
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    while True:
+      chunk = f.read(chunk_bytes)
+      if not chunk:
+        return counter.close()
+      counter.write(chunk)

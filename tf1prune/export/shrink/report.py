@@ -68,6 +68,8 @@ class ShrinkReport(object):
   Attributes:
     file_bytes_before, file_bytes_after: sizes of the .pb files, set by
       `shrink_pb` (None otherwise).
+    num_nodes_before, num_nodes_after: nodes of the graphs in those files,
+      set by `shrink_pb` (None otherwise).
   """
 
   def __init__(self, layers, stops, output_nodes, skipped=(), dropped=()):
@@ -78,6 +80,8 @@ class ShrinkReport(object):
     self.dropped = list(dropped)
     self.file_bytes_before = None
     self.file_bytes_after = None
+    self.num_nodes_before = None
+    self.num_nodes_after = None
 
   def _total(self, field):
     values = [getattr(layer, field) for layer in self.layers]
@@ -116,6 +120,8 @@ class ShrinkReport(object):
             'dropped': list(self.dropped),
             'file': {'bytes_before': self.file_bytes_before,
                      'bytes_after': self.file_bytes_after},
+            'num_nodes': {'before': self.num_nodes_before,
+                          'after': self.num_nodes_after},
             'totals': totals}
 
   def format_table(self):

@@ -247,7 +247,8 @@ def shrink_pb(path, output_node_names, output_path=None, objective='flops',
     progress: as `shrink_graph_def`'s.
 
   Returns:
-    The `ShrinkReport`, with `file_bytes_before` and `file_bytes_after` set.
+    The `ShrinkReport`, with `file_bytes_before`, `file_bytes_after`,
+    `num_nodes_before` and `num_nodes_after` set.
 
   Raises:
     ValueError: `path` is not a GraphDef, or as `shrink_graph_def`.
@@ -265,4 +266,6 @@ def shrink_pb(path, output_node_names, output_path=None, objective='flops',
   with write_atomically(output_path or path) as f:
     f.write(out)
   report.file_bytes_before, report.file_bytes_after = len(data), len(out)
+  report.num_nodes_before = len(graph_def.node)
+  report.num_nodes_after = len(small.node)
   return report
