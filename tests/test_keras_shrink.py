@@ -552,8 +552,10 @@ def test_keras_layer_view_reads_the_one_channel_table():
 
 
 def _expand_convs(model):
-  return [l for l in model.layers
-          if l.name.endswith('_expand') and type(l).__name__ == 'Conv2D']
+  # Keras 3 names them 'block_1_expand', Keras 2's MobileNetV3
+  # 'expanded_conv_1/expand'.
+  return [l for l in model.layers if type(l).__name__ == 'Conv2D' and
+          l.name.replace('/', '_').endswith('_expand')]
 
 
 def _all_halved_expands_go(model, expands):
@@ -586,8 +588,16 @@ def test_keras_applications_mobilenet_v2_with_half_its_expand_filters():
 # ----------------------------------------------- Keras ops, stops, sizes ---
 
 _KERAS3 = hasattr(K, 'ops')
-_NEEDS_OPS = pytest.mark.skipif(not _KERAS3, reason='Keras 3 builds keras.ops '
-                                'nodes; tf_keras wraps them in TFOpLambda')
+
+
+def _ops():
+  """The element-wise ops of this Keras: `keras.ops` (Keras 3 makes each
+  call an operation node), else TF functions (Keras 2 and tf_keras wrap
+  each call in a TFOpLambda layer that records its numbers and `axis=`)."""
+  if _KERAS3:
+    return K.ops
+  import tensorflow as tf
+  return tf
 
 
 def _conv_op_conv(between, zeroed=(1, 3, 5)):
@@ -601,22 +611,31 @@ def _conv_op_conv(between, zeroed=(1, 3, 5)):
   return _zeroed(K.Model(x, y), {'c1': list(zeroed)})
 
 
-@_NEEDS_OPS
+def _hard_silu(h):
+  if _KERAS3:
+    return K.ops.hard_silu(h)
+  return h * _ops().nn.relu6(h + 3.0) / 6.0
+
+
 @pytest.mark.parametrize('name', ['x + 3', '1 - x', '6 / (|x| + 1)',
                                   'maximum(x, 0.5)', 'relu6', 'hard_silu',
-                                  'leaky_relu', 'clip', 'hard swish (V3)'])
+                                  'leaky_relu', 'clip', 'hard swish (V3)',
+                                  'x * sigmoid(x)'])
 def test_keras_ops_with_numbers_pass_their_channels(name):
-  ops = K.ops
+  ops = _ops()
+  nn = ops if _KERAS3 else ops.nn
+  clip = ops.clip if _KERAS3 else ops.clip_by_value
   between = {
       'x + 3': lambda h: h + 3.0,
       '1 - x': lambda h: 1.0 - h,
       '6 / (|x| + 1)': lambda h: 6.0 / (ops.abs(h) + 1.0),
       'maximum(x, 0.5)': lambda h: ops.maximum(h, 0.5),
-      'relu6': ops.relu6,
-      'hard_silu': ops.hard_silu,
-      'leaky_relu': lambda h: ops.leaky_relu(h, 0.3),
-      'clip': lambda h: ops.clip(h, -1.0, 1.0),
+      'relu6': nn.relu6,
+      'hard_silu': _hard_silu,
+      'leaky_relu': lambda h: nn.leaky_relu(h, 0.3),
+      'clip': lambda h: clip(h, -1.0, 1.0),
       'hard swish (V3)': lambda h: h * (L.ReLU(6.0)(h + 3.0) * (1.0 / 6.0)),
+      'x * sigmoid(x)': lambda h: h * ops.sigmoid(h),
   }[name]
   model = _conv_op_conv(between)
   small, report = tk.shrink_model(model)
@@ -629,14 +648,23 @@ def test_keras_ops_with_numbers_pass_their_channels(name):
   assert small.get_layer('c2').kernel.shape[2] == 5 + (removed != 0.0)
 
 
-@_NEEDS_OPS
 def test_keras_ops_that_mix_or_take_arrays_keep_the_channels():
-  ops = K.ops
+  ops = _ops()
+  softmax = ops.softmax if _KERAS3 else ops.nn.softmax
+  mean = ops.mean if _KERAS3 else ops.reduce_mean
   cases = [
       (lambda h: h * np.arange(8, dtype=np.float32),
        'the Keras op Multiply takes an array besides the tensor; only '
        'numbers pass'),
-      (ops.softmax, 'the Keras op Softmax is not one the shrink goes through')]
+      (softmax, 'the Keras op Softmax is not one the shrink goes through'
+       if _KERAS3 else 'the TF op tf.nn.softmax is not one the shrink goes '
+       'through'),
+      # A squeeze-and-excitation gate of ops: the mean over H, W mixes them.
+      (lambda h: h * L.Dense(8, activation='sigmoid', name='g')(
+          mean(h, axis=[1, 2]))[:, None, None, :],
+       'the Keras op Mean is not one the shrink goes through' if _KERAS3
+       else 'the TF op tf.math.reduce_mean is not one the shrink goes '
+       'through')]
   for between, reason in cases:
     model = _conv_op_conv(between)
     small, report = tk.shrink_model(model)
@@ -648,24 +676,41 @@ def test_keras_ops_that_mix_or_take_arrays_keep_the_channels():
     assert small.get_layer('c1').filters == 8
 
 
-@_NEEDS_OPS
+def test_multi_head_attention_called_on_query_and_value_is_a_stop():
+  K.utils.set_random_seed(0)
+  x = K.Input((10, 16))
+  q = L.Dense(16, name='q')(x)
+  v = L.Dense(16, name='v')(x)
+  h = L.MultiHeadAttention(2, 4, name='mha')(q, v)
+  model = _zeroed(K.Model(x, L.Dense(3, name='c')(h)), {'q': [1, 4]})
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (10, 16))
+  assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
+      ('q', 2, 'read by mha: MultiHeadAttention is not a layer the shrink '
+       'knows (it keeps the channels of its inputs)')]
+  assert small.get_layer('q').units == 16
+
+
 def test_keras_applications_mobilenet_v3_small_through_its_keras_ops():
   """MobileNetV3Small builds its hard sigmoid from Keras ops (`x + 3.0`,
-  `* (1 / 6)`). Half of every expand conv's filters zeroed, with the
-  matching filters of the squeeze-and-excitation conv that gates them (the
-  gate ties them): every one goes, nothing stops, logits equal."""
+  `* (1 / 6)`; TFOpLambda layers on Keras 2). Half of every expand conv's
+  filters zeroed, with the matching filters of the squeeze-and-excitation
+  conv that gates them (the gate ties them): every one goes, nothing stops,
+  logits equal."""
   K.utils.set_random_seed(0)
   model = K.applications.MobileNetV3Small(
       input_shape=(32, 32, 3), alpha=0.75, weights=None, classes=4,
       classifier_activation=None)
   names = set(l.name for l in model.layers)
   expands = _expand_convs(model)
+  assert len(expands) == 10
   for layer in expands:
     half = range(0, layer.filters, 2)
     _zero_filters(layer, half)
-    gate = layer.name[:-len('expand')] + 'squeeze_excite_conv_1'
-    if gate in names:
-      _zero_filters(model.get_layer(gate), half)
+    prefix = layer.name[:-len('expand')]
+    for gate in ('squeeze_excite_conv_1', 'squeeze_excite/Conv_1'):
+      if prefix + gate in names:
+        _zero_filters(model.get_layer(prefix + gate), half)
   _all_halved_expands_go(model, expands)
 
 

@@ -16,10 +16,12 @@
 
 `rebuild(model, plan)` walks the traced calls in order and makes each layer
 again from its config (`units` / `filters` / a reshape's target shape set to
-the kept channel count), calls it on the new tensors and gives it the old
-weights sliced to the kept channels: a Dense or conv kernel loses the rows of
-removed inputs and the columns of removed filters; a depthwise kernel, batch
-norm statistics and per-channel weights lose the removed channels. What a
+the kept channel count), calls it on the new tensors as the old one was
+called (its other arguments kept: `_shrink_view.call_arguments`) and gives it
+the old weights sliced to the kept channels: a Dense or conv kernel loses the
+rows of removed inputs and the columns of removed filters; a depthwise
+kernel, batch norm statistics and per-channel weights lose the removed
+channels. What a
 removed input channel carried, its constant `v` (`relu(bias)`, a batch norm's
 shift, ...), is folded into the next layer's bias: `bias += v @ sum of the
 kernel taps over that input` (a layer without a bias gets one). A Keras op (an
@@ -38,7 +40,7 @@ import tensorflow as tf
 
 from tf1prune.keras import _shrink_borders as borders
 from tf1prune.keras._shrink_values import layer_weights
-from tf1prune.keras._shrink_view import is_op, run_call
+from tf1prune.keras._shrink_view import call_arguments, is_op, run_call
 
 __all__ = ['rebuild']
 
@@ -211,19 +213,22 @@ def rebuild(model, p):
       continue
     config = layer.get_config()
     w = layer_weights(layer)
-    args = [tensors[t] for t in call.inputs]
+    local = {t: tensors[t] for t in call.inputs}
     helpers = []
     if call.output in p.ones:
       config, w = _conv_with_ones(call, p, config, w)
-      args[0], helpers = _ones_channel(keras, layer.name, args[0])
+      first = call.inputs[0]
+      local[first], helpers = _ones_channel(keras, layer.name, local[first])
     elif call.kind in _REBUILD:
       config, w = _REBUILD[call.kind](call, p, config, w)
     elif call.kind == 'reshape' or (call.kind == 'flatten' and
                                     'target_shape' in config):
       config, w = _reshape(call, p, config, w)
     new = type(layer).from_config(config)
-    many = call.kind in ('merge', 'concat') or len(args) > 1
-    tensors[call.output] = new(args if many else args[0])
+    # The call as it was (a TF op's numbers, `axis=`, mha(q, v)), on the
+    # new tensors.
+    args, kwargs = call_arguments(call.node, local)
+    tensors[call.output] = new(*args, **kwargs)
     if call.kind in _REBUILD or call.kind == 'stop':
       if call.kind == 'stop':
         new.set_weights(layer.get_weights())

@@ -43,7 +43,7 @@ from tf1prune.keras import _shrink_borders as borders
 from tf1prune.keras._shrink_values import (activate, elementwise,
                                            layer_weights, pads_matter, spread)
 from tf1prune.keras._shrink_view import (activation_name, activation_stops,
-                                         run_call, trace)
+                                         op_name, run_call, trace)
 
 __all__ = ['Plan', 'Stop', 'plan']
 
@@ -181,7 +181,7 @@ class Plan(object):
     elif kind == 'merge':
       op = {'Add': np.add, 'Subtract': np.subtract, 'Multiply': np.multiply,
             'Maximum': np.maximum, 'Minimum': np.minimum}.get(
-                type(layer).__name__)
+                op_name(layer))
       if op is None:      # Average
         values = np.mean(ins, axis=0)
       else:

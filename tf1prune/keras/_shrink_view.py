@@ -32,10 +32,13 @@ is the channel axis, channels_last only):
 
 Keras 3 turns an operator on a symbolic tensor (`x + 3.0`, `x * gate`) and a
 `keras.ops` call into an operation node that is not a layer (MobileNetV3's hard
-sigmoid is `relu6(x + 3) * (1 / 6)`). One of `KERAS_OPS` whose other operands
-are numbers is classified by its row, as a layer is (`elementwise`, or `merge`
-on two tensors); any other stops. `run_call` runs a call again on new tensors,
-a layer or an operation alike.
+sigmoid is `relu6(x + 3) * (1 / 6)`); Keras 2 and tf_keras make it a
+`TFOpLambda` layer, named for `KERAS_OPS` by its TF symbol (`TF_SYMBOLS`). One
+of `KERAS_OPS` whose other operands are numbers is classified by its row, as a
+layer is (`elementwise`, or `merge` on two tensors); any other stops.
+`call_arguments` gives a call's arguments as they were (numbers, `axis=`,
+`mha(q, v)`) with new tensors in the place of its symbolic ones, on every
+Keras; `run_call` runs a call again so, a layer or an operation alike.
 
 The kinds come from the one channel table of `tf1prune.channels` (the rows the
 graph shrink and `find_channel_groups` use): each layer class, and each
@@ -54,8 +57,8 @@ import tensorflow as tf
 from tf1prune.channels import rule_of
 
 __all__ = ['ACTIVATION_OPS', 'Call', 'KERAS_OPS', 'KINDS', 'OP_TYPES',
-           'activation_stops', 'classify', 'is_op', 'op_type', 'run_call',
-           'trace']
+           'TF_SYMBOLS', 'activation_stops', 'call_arguments', 'classify',
+           'is_op', 'is_tf_op', 'op_name', 'op_type', 'run_call', 'trace']
 
 KINDS = ('input', 'dense', 'conv', 'separable', 'depthwise', 'elementwise',
          'pool', 'pad', 'merge', 'concat', 'flatten', 'reshape', 'stop')
@@ -125,14 +128,29 @@ KERAS_OPS = {
     'HardSigmoid': 'Identity', 'HardSilu': 'Identity', 'Silu': 'Swish',
     'Gelu': 'Identity', 'Softplus': 'Softplus', 'Softsign': 'Softsign',
     'LeakyRelu': 'LeakyRelu', 'Elu': 'Elu', 'Selu': 'Selu'}
+# Keras 2 and tf_keras make a TF function called on a symbolic tensor
+# (`x + 3.0`, `tf.nn.relu6(x)`) a `TFOpLambda` layer: its `symbol` -> the
+# `KERAS_OPS` name of the Keras 3 operation that computes the same.
+TF_SYMBOLS = {
+    '__operators__.add': 'Add', 'math.add': 'Add', 'math.subtract': 'Subtract',
+    'math.multiply': 'Multiply', 'math.truediv': 'TrueDivide',
+    'math.divide': 'Divide', 'math.maximum': 'Maximum',
+    'math.minimum': 'Minimum', 'math.pow': 'Power', 'math.negative': 'Negative',
+    'math.abs': 'Absolute', 'math.square': 'Square', 'math.sqrt': 'Sqrt',
+    'math.exp': 'Exp', 'math.log': 'Log', 'math.tanh': 'Tanh',
+    'clip_by_value': 'Clip', 'math.sign': 'Sign', 'math.erf': 'Erf',
+    'cast': 'Cast', 'nn.relu': 'Relu', 'nn.relu6': 'Relu6',
+    'math.sigmoid': 'Sigmoid', 'nn.silu': 'Silu', 'nn.gelu': 'Gelu',
+    'math.softplus': 'Softplus', 'nn.softsign': 'Softsign',
+    'nn.leaky_relu': 'LeakyRelu', 'nn.elu': 'Elu', 'nn.selu': 'Selu'}
 
 
 def op_type(layer):
-  """The channel table's op type for a Keras layer or Keras 3 operation
-  (None: not in it)."""
+  """The channel table's op type for a Keras layer, Keras 3 operation or
+  Keras 2 TF op (None: not in it)."""
   name = type(layer).__name__
-  if is_op(layer):
-    return KERAS_OPS.get(name)
+  if is_op(layer) or is_tf_op(layer):
+    return KERAS_OPS.get(op_name(layer))
   if name == 'Activation':
     return ACTIVATION_OPS.get(activation_name(layer))
   return OP_TYPES.get(name)
@@ -161,27 +179,67 @@ def is_op(layer):
   return not hasattr(layer, 'weights')
 
 
+def is_tf_op(layer):
+  """Whether `layer` is a Keras 2 / tf_keras `TFOpLambda` (a TF function
+  called on a symbolic tensor)."""
+  return type(layer).__name__ in ('TFOpLambda', 'SlicingOpLambda')
+
+
+def op_name(layer):
+  """The `KERAS_OPS` name of a Keras 3 operation or a Keras 2 TF op (None
+  for a TF op not in `TF_SYMBOLS`), else the layer's class name."""
+  if is_tf_op(layer):
+    return TF_SYMBOLS.get(getattr(layer, 'symbol', None))
+  return type(layer).__name__
+
+
+def _structure(node):
+  """(args, kwargs) that the layer or operation of `node` was called with,
+  symbolic tensors included."""
+  arguments = getattr(node, 'arguments', None)     # Keras 3
+  if arguments is not None:
+    return arguments.args, arguments.kwargs
+  return node.call_args, node.call_kwargs          # Keras 2 / tf_keras
+
+
+def call_arguments(node, tensors):
+  """(args, kwargs) of the call of `node` with each symbolic input tensor
+  replaced by `tensors[id(tensor)]`, its other arguments (numbers, `axis=`,
+  a second tensor's place) as they were."""
+  arguments = getattr(node, 'arguments', None)
+  if arguments is not None:                        # Keras 3
+    return arguments.fill_in(tensors)
+  args, kwargs = tf.nest.map_structure(
+      lambda a: tensors[id(a)] if hasattr(a, '_keras_history') else a,
+      (list(node.call_args), dict(node.call_kwargs)))
+  return args, kwargs
+
+
 def run_call(call, tensors):
   """Runs `call` again: its layer (in inference mode) or its operation on
   `tensors` ({input tensor id: tensor}), with its other arguments as they
   were."""
-  if is_op(call.layer):
-    args, kwargs = call.node.arguments.fill_in(tensors)
-    return call.layer(*args, **kwargs)
-  args = [tensors[t] for t in call.inputs]
-  return call.layer(args if len(args) > 1 else args[0], training=False)
+  args, kwargs = call_arguments(call.node, tensors)
+  if not (is_op(call.layer) or is_tf_op(call.layer)):
+    kwargs = dict(kwargs, training=False)
+  return call.layer(*args, **kwargs)
 
 
 def _classify_op(op, node, in_shapes, out_shape):
-  """(kind, reason) of a Keras 3 operation call: `classify`'s, for an op
-  of `KERAS_OPS` whose other operands are numbers."""
-  name = type(op).__name__
+  """(kind, reason) of a Keras 3 operation or Keras 2 TF op call:
+  `classify`'s, for an op of `KERAS_OPS` whose other operands are numbers."""
+  name = op_name(op)
   if name not in KERAS_OPS:
+    if is_tf_op(op):
+      return 'stop', ('the TF op tf.%s is not one the shrink goes through'
+                      % getattr(op, 'symbol', '?'))
     return 'stop', ('the Keras op %s is not one the shrink goes through' %
                     name)
-  others = [a for a in tf.nest.flatten((node.arguments.args,
-                                        node.arguments.kwargs))
-            if not hasattr(a, '_keras_history')]
+  args, kwargs = _structure(node)
+  # Each argument that holds no tensor (Keras 2 records an array as a list).
+  others = [a for a in list(args) + list(kwargs.values())
+            if not any(hasattr(t, '_keras_history')
+                       for t in tf.nest.flatten(a))]
   if any(np.size(a) != 1 for a in others if a is not None and
          not isinstance(a, str)):
     return 'stop', ('the Keras op %s takes an array besides the tensor; '
@@ -218,7 +276,7 @@ def classify(layer, in_shapes, out_shape):
   Returns:
     (kind, None), or ('stop', why) for a layer the shrink cannot go through.
   """
-  name = type(layer).__name__
+  name = op_name(layer) or type(layer).__name__
   if name == 'InputLayer':
     return 'input', None
   op = op_type(layer)
@@ -230,7 +288,8 @@ def classify(layer, in_shapes, out_shape):
   rule = rule_of(op)
   if rule.kind == 'stop':
     return 'stop', rule.why
-  config = {} if is_op(layer) else layer.get_config()
+  operation = is_op(layer) or is_tf_op(layer)
+  config = {} if operation else layer.get_config()
   if config.get('data_format', 'channels_last') != 'channels_last':
     return 'stop', 'only channels_last layers are shrunk'
   last = [s[-1] if s else None for s in in_shapes]
@@ -251,7 +310,7 @@ def classify(layer, in_shapes, out_shape):
       return 'stop', 'batch norm over an axis other than the last'
   # A merge layer, or an op of one of their names on two tensors (`x + 3.0`
   # is element-wise); an element-wise op on two tensors is no merge.
-  merge = name in _MERGES and (len(in_shapes) > 1 or not is_op(layer))
+  merge = name in _MERGES and (len(in_shapes) > 1 or not operation)
   if rule.kind == 'elementwise' and (merge or len(in_shapes) > 1):
     if not merge or len(set(last)) != 1:
       return 'stop', 'its inputs do not line up channel by channel'
@@ -328,9 +387,10 @@ def trace(model):
     for parent in inputs:
       visit(parent)
     shapes = [_shape(t) for t in inputs]
-    kind, reason = (_classify_op(layer, node, shapes, _shape(tensor))
-                    if is_op(layer) else classify(layer, shapes,
-                                                  _shape(tensor)))
+    kind, reason = (
+        _classify_op(layer, node, shapes, _shape(tensor))
+        if is_op(layer) or is_tf_op(layer) else
+        classify(layer, shapes, _shape(tensor)))
     calls.append(Call(layer, kind, [id(t) for t in inputs], id(tensor),
                       _shape(tensor), reason, node))
 
