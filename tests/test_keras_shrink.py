@@ -775,3 +775,51 @@ def test_dict_outputs_stay_a_dict():
     np.testing.assert_allclose(np.asarray(y_small[key]), np.asarray(y[key]),
                                rtol=0, atol=1e-5 * float(np.abs(y[key]).max()))
   assert small.get_layer('c1').filters == 4
+
+
+def _other_conv_cases():
+  """(name, layer, input shape, empty filters, FLOPs of the layer)."""
+  cases = [
+      ('conv1d', L.Conv1D(8, 3, padding='same', name='conv1d'), (16, 4),
+       'a Conv1D is not shrunk (of the convolutions only Conv2D, '
+       'DepthwiseConv2D and SeparableConv2D are)', 2 * 16 * 3 * 4 * 8),
+      # Each input position times the whole kernel (not the 16x16 output).
+      ('deconv', L.Conv2DTranspose(8, 3, strides=2, padding='same',
+                                   name='deconv'), (8, 8, 4),
+       'a Conv2DTranspose is not shrunk (of the convolutions only Conv2D, '
+       'DepthwiseConv2D and SeparableConv2D are)', 2 * 8 * 8 * 3 * 3 * 4 * 8),
+      ('grouped', L.Conv2D(8, 3, groups=2, name='grouped'), (6, 6, 4),
+       'a grouped Conv2D (groups=2) is not shrunk', 2 * 4 * 4 * 3 * 3 * 2 * 8)]
+  if _KERAS3:     # Keras 2's Conv2D on a CPU runs channels_last only
+    cases.append(
+        ('first', L.Conv2D(8, 3, data_format='channels_first', name='first'),
+         (4, 6, 6), 'a channels_first Conv2D is not shrunk (only '
+         'channels_last layers are)', 2 * 4 * 4 * 3 * 3 * 4 * 8))
+  return cases
+
+
+def test_other_convolutions_are_stops_with_their_flops_counted():
+  """Conv1D, Conv2DTranspose, a grouped and a channels_first Conv2D: their
+  empty filters stay, a stop names them and why; their FLOPs are 2 x
+  kernel size x output positions (input positions for a transposed conv)."""
+  for name, conv, shape, reason, flops in _other_conv_cases():
+    K.utils.set_random_seed(0)
+    x = K.Input(shape)
+    h = L.Flatten()(conv(x))
+    model = K.Model(x, L.Dense(2, name='fc')(h))
+    axis = -2 if name == 'deconv' else -1
+    kernel = conv.kernel.numpy()
+    index = [slice(None)] * kernel.ndim
+    index[axis] = [1, 4, 6]
+    kernel[tuple(index)] = 0.0
+    conv.kernel.assign(kernel)
+    small, report = tk.shrink_model(model)
+    _same_outputs(model, small, shape)
+    assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
+        (name, 3, reason)], name
+    row = report.layers[0]
+    assert (row.name, row.outputs_before, row.outputs_after) == (name, 8, 8)
+    assert row.inputs_before == row.inputs_after == 4
+    assert row.flops_before == row.flops_after == flops, name
+    fc = int(np.prod(h.shape[1:])) * 2 * 2
+    assert report.flops_before == report.flops_after == flops + fc

@@ -31,7 +31,9 @@ padded Conv2D reads constants through a channel of ones (`Plan.ones`).
 A class goes when every element is a constant (or such a pattern) and
 nothing pins it (a model input or output, a layer the shrink does not know)
 and every layer reading it can take it exactly. Otherwise its channel stays,
-and when it had empty filters, `Plan.stops` says why.
+and when it had empty filters, `Plan.stops` says why; the empty filters of a
+layer the shrink does not go through (a Conv1D, a grouped Conv2D) are stops
+with its reason.
 """
 
 import collections
@@ -53,6 +55,20 @@ _SOURCES = ('dense', 'conv', 'separable')
 def _runner(call):
   """`call` run again on one new input tensor (`run_call`)."""
   return lambda tensor: run_call(call, {call.inputs[0]: tensor})
+
+
+def _empty_filters(layer):
+  """How many filters of a layer the shrink does not go through (a Conv1D,
+  a grouped Conv2D, ...) are all zero (0 for a layer without a kernel)."""
+  if not hasattr(layer, 'weights') or getattr(layer, 'lora_enabled', False):
+    return 0    # an operation; LoRA: its kernel is not the layer's weights
+  kernel = layer_weights(layer).get('kernel')
+  if kernel is None or kernel.ndim < 2:
+    return 0
+  # A transposed conv's kernel is [..., filters, inputs].
+  axis = -2 if type(layer).__name__.endswith('Transpose') else -1
+  kernel = np.moveaxis(kernel, axis, 0).reshape(kernel.shape[axis], -1)
+  return int((~(kernel != 0).any(axis=1)).sum())
 
 
 class Stop(collections.namedtuple('Stop', ['layer', 'channels', 'reason'])):
@@ -88,6 +104,7 @@ class Plan(object):
     self._pins = {}    # element -> reason
     self._why = {}     # element -> why it is not constant though its inputs are
     self._empty = {}   # element -> source layer name (an empty filter)
+    self._stop_filters = []   # `Stop`s of the empty filters of stop layers
 
   def element(self, tensor, channel):
     return self._base[tensor] + channel
@@ -148,6 +165,9 @@ class Plan(object):
       self._pin(out, 'it is a model input')
     elif kind == 'stop':
       self.consts[out] = nan
+      empty = _empty_filters(layer)
+      if empty:
+        self._stop_filters.append(Stop(layer.name, empty, call.reason))
       for t in call.inputs:
         self._pin(t, 'read by %s: %s' % (layer.name, call.reason))
       self._pin(out, 'made by %s: %s' % (layer.name, call.reason))
@@ -398,6 +418,7 @@ class Plan(object):
           counts[key] = counts.get(key, 0) + 1
     self.stops = [Stop(layer, n, reason)
                   for (layer, reason), n in counts.items()]
+    self.stops.extend(self._stop_filters)
 
 
 def plan(model, fold_borders=True):

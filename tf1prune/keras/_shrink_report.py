@@ -11,10 +11,12 @@ The graph shrink's `ShrinkReport`, with one row (`LayerShrink`, its `op`
 the Keras layer class) per layer that has weights or FLOPs. Parameters are
 every weight of a layer (kernel, bias, a batch norm's four vectors), as
 `model.count_params()` counts them. FLOPs are per example, 2 x the
-multiply-adds of Dense, Conv2D, DepthwiseConv2D and SeparableConv2D layers
-(biases, activations, batch norms and pools are not counted), as the graph
-shrink counts them. Stops are `_shrink_plan.Stop`s (layer, channels,
-reason): empty filters that had to stay.
+multiply-adds of Dense and convolution layers (Conv1D / 2D / 3D, grouped or
+channels_first too, depthwise, separable: the kernel size per output
+position; a transposed conv: per input position), as the graph shrink counts
+them; biases, activations, batch norms, pools and the other layers
+(attention, recurrent, embedding) count 0. Stops are `_shrink_plan.Stop`s
+(layer, channels, reason): empty filters that had to stay.
 """
 
 import numpy as np
@@ -24,23 +26,34 @@ from tf1prune.export.shrink.report import LayerShrink, ShrinkReport
 __all__ = ['KerasShrinkReport', 'layer_row']
 
 
-def _flops(layer, kind, out_shape):
-  """2 x multiply-adds per example of a Dense / conv layer call (None when
-  its output's height or width is not static)."""
-  if kind not in ('dense', 'conv', 'depthwise', 'separable'):
-    return 0
-  if None in tuple(out_shape[1:-1]):
-    return None
-  positions = int(np.prod([d for d in out_shape[1:-1]] or [1]))
+def _channels_first(layer):
+  config = layer.get_config() if hasattr(layer, 'get_config') else {}
+  return config.get('data_format') == 'channels_first'
+
+
+def _flops(layer, out_shape, in_shape=None):
+  """2 x multiply-adds per example of a Dense or convolution call (None
+  when the positions it is applied at are not static; 0 for other layers).
+
+  A convolution (1D, 2D or 3D, grouped, channels_first) does `kernel size`
+  multiply-adds per output position, a transposed one per input position.
+  """
+  name = type(layer).__name__
   shapes = {v.name.split('/')[-1].split(':')[0]: tuple(v.shape)
-            for v in layer.weights}
-  if kind == 'separable':
+            for v in getattr(layer, 'weights', [])}
+  conv = 'kernel_size' in layer.get_config() if shapes else False
+  if not (name == 'Dense' or conv):
+    return 0
+  shape = in_shape if name.endswith('Transpose') else out_shape
+  spatial = tuple(shape[2:] if _channels_first(layer) else shape[1:-1])
+  if None in spatial:
+    return None
+  if 'pointwise_kernel' in shapes:
     macs = (np.prod(shapes['depthwise_kernel']) +
             np.prod(shapes['pointwise_kernel']))
   else:
-    kernel = shapes.get('kernel', shapes.get('depthwise_kernel'))
-    macs = np.prod(kernel)
-  return int(2 * macs * positions)
+    macs = np.prod(shapes.get('kernel', shapes.get('depthwise_kernel', 0)))
+  return int(2 * macs * np.prod(spatial or [1]))
 
 
 def _params(layers):
@@ -63,15 +76,18 @@ def layer_row(old, new, call, in_shape, in_after, out_after, helpers=()):
   """
   params_before = _params([old])
   params_after = _params([new] + [h for h, _ in helpers])
-  flops_before = _flops(old, call.kind, call.shape)
-  flops_after = [_flops(new, call.kind, out_after)] + [
-      _flops(h, 'conv', shape) for h, shape in helpers]
+  flops_before = _flops(old, call.shape, in_shape)
+  flops_after = [_flops(new, out_after, in_shape)] + [
+      _flops(h, shape) for h, shape in helpers]
   flops_after = None if None in flops_after else sum(flops_after)
   if not (params_before or flops_before):
     return None
-  return LayerShrink(old.name, type(old).__name__, in_shape[-1], in_after,
-                          call.shape[-1], out_after[-1], params_before,
-                          params_after, flops_before, flops_after)
+  axis = -1
+  if _channels_first(old):    # a stop: its inputs keep all their channels
+    axis, in_after = 1, in_shape[1]
+  return LayerShrink(old.name, type(old).__name__, in_shape[axis], in_after,
+                     call.shape[axis], out_after[axis], params_before,
+                     params_after, flops_before, flops_after)
 
 
 class KerasShrinkReport(ShrinkReport):

@@ -57,8 +57,9 @@ import tensorflow as tf
 from tf1prune.channels import rule_of
 
 __all__ = ['ACTIVATION_OPS', 'Call', 'KERAS_OPS', 'KINDS', 'OP_TYPES',
-           'TF_SYMBOLS', 'activation_stops', 'call_arguments', 'classify',
-           'is_op', 'is_tf_op', 'op_name', 'op_type', 'run_call', 'trace']
+           'OTHER_CONVS', 'TF_SYMBOLS', 'activation_stops', 'call_arguments',
+           'classify', 'is_op', 'is_tf_op', 'op_name', 'op_type', 'run_call',
+           'trace']
 
 KINDS = ('input', 'dense', 'conv', 'separable', 'depthwise', 'elementwise',
          'pool', 'pad', 'merge', 'concat', 'flatten', 'reshape', 'stop')
@@ -113,6 +114,10 @@ ACTIVATION_OPS = {
     'hard_silu': 'Identity', 'gelu': 'Identity', 'mish': 'Identity',
     'softmax': 'Softmax', 'log_softmax': 'LogSoftmax'}
 _LAYERS = {'Dense': 'dense', 'Conv2D': 'conv', 'SeparableConv2D': 'separable'}
+# Convolutions the shrink does not go through (stops that say so; their
+# FLOPs are counted: `_shrink_report`).
+OTHER_CONVS = ('Conv1D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose',
+               'Conv3DTranspose', 'SeparableConv1D', 'DepthwiseConv1D')
 _MERGES = ('Add', 'Subtract', 'Multiply', 'Average', 'Maximum', 'Minimum')
 # A Keras 3 operation (keras.ops, an operator on a symbolic tensor) the
 # shrink goes through, by class name -> its op type, as for layers ('Identity'
@@ -279,6 +284,9 @@ def classify(layer, in_shapes, out_shape):
   name = op_name(layer) or type(layer).__name__
   if name == 'InputLayer':
     return 'input', None
+  if name in OTHER_CONVS:
+    return 'stop', ('a %s is not shrunk (of the convolutions only Conv2D, '
+                    'DepthwiseConv2D and SeparableConv2D are)' % name)
   op = op_type(layer)
   if op is None:
     return 'stop', ('%s is not a layer the shrink knows (it keeps the '
@@ -291,7 +299,8 @@ def classify(layer, in_shapes, out_shape):
   operation = is_op(layer) or is_tf_op(layer)
   config = {} if operation else layer.get_config()
   if config.get('data_format', 'channels_last') != 'channels_last':
-    return 'stop', 'only channels_last layers are shrunk'
+    return 'stop', ('a channels_first %s is not shrunk (only channels_last '
+                    'layers are)' % name)
   last = [s[-1] if s else None for s in in_shapes]
   if None in last or not out_shape or out_shape[-1] is None:
     return 'stop', 'its channel count is not known statically'
@@ -300,7 +309,8 @@ def classify(layer, in_shapes, out_shape):
                     'lora_kernel_a @ lora_kernel_b)')
   if rule.kind == 'layer':
     if name == 'Conv2D' and config.get('groups', 1) != 1:
-      return 'stop', 'grouped convolutions are not shrunk'
+      return 'stop', ('a grouped Conv2D (groups=%d) is not shrunk' %
+                      config['groups'])
     return _LAYERS[name], None
   if name == 'BatchNormalization':
     axis = config.get('axis', -1)
