@@ -823,3 +823,55 @@ def test_other_convolutions_are_stops_with_their_flops_counted():
     assert row.flops_before == row.flops_after == flops, name
     fc = int(np.prod(h.shape[1:])) * 2 * 2
     assert report.flops_before == report.flops_after == flops + fc
+
+
+def test_a_removed_constant_whose_ones_channel_costs_more_stays():
+  """c1's one empty filter (its bias, 0.7, a constant) read by the padded
+  3x3 c2: its ones channel (a 1x1 conv over c1's 7 kept filters, 3x3 taps
+  per filter of c2) costs more FLOPs than the filter and c2's rows on it;
+  it stays, a stop says so. Three empty filters go (test above)."""
+  model = _conv_op_conv(lambda h: h, zeroed=(1,))
+  bias = model.get_layer('c1').bias
+  bias.assign(np.where(np.arange(8) == 1, 0.7, bias.numpy()))
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (6, 6, 3))
+  extra = 2 * (7 * 36 + 9 * 4 * 36)          # ones conv, ones channel
+  saved = 2 * 36 * (3 + 9 * 4)              # c1's filter, c2's rows
+  assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
+      ('c1', 1, 'c2 pads with zeros: the ones channel that would give it '
+       'what the removed constants gave costs more FLOPs (%d) than removing '
+       'them saves (%d)' % (extra, saved))]
+  assert small.get_layer('c1').filters == 8
+  assert report.flops_after == report.flops_before
+  assert report.params_after == report.params_before == small.count_params()
+
+
+def test_a_removed_constant_whose_border_map_costs_more_stays():
+  """expand -> BN (shift 0.5) -> ReLU6 -> SAME depthwise -> BN -> ReLU6 ->
+  1x1 project, one expand filter empty: the border map of the depthwise
+  conv (a 1x1 conv of ones over its 31 kept inputs, a 3x3 conv to the 16
+  project filters) costs more FLOPs than that filter, its depthwise taps
+  and project's row on it; it stays, and the model is no bigger."""
+  K.utils.set_random_seed(0)
+  x = K.Input((32, 32, 16))
+  h = L.Conv2D(32, 1, name='expand')(x)
+  h = L.ReLU(6.)(L.BatchNormalization(name='bn0')(h))
+  h = L.DepthwiseConv2D(3, padding='same', name='dw')(h)
+  h = L.ReLU(6.)(L.BatchNormalization(name='bn1')(h))
+  h = L.Conv2D(16, 1, name='project')(h)
+  model = K.Model(x, L.Dense(4, name='out')(L.GlobalAveragePooling2D()(h)))
+  bn = model.get_layer('bn0')
+  gamma, beta, mean, var = bn.get_weights()
+  bn.set_weights([gamma, beta + 0.5, mean, var])
+  _zero_filters(model.get_layer('expand'), [0])
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (32, 32, 16))
+  positions = 32 * 32
+  extra = 2 * positions * (31 + 9 * 16)
+  saved = 2 * positions * (16 + 9 + 16)     # expand, dw, project
+  assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
+      ('expand', 1, 'dw pads with zeros: the border map that would give '
+       'project what the removed constants gave costs more FLOPs (%d) than '
+       'removing them saves (%d)' % (extra, saved))]
+  assert report.flops_after == report.flops_before
+  assert report.params_after == report.params_before == small.count_params()

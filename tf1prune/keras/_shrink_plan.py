@@ -28,6 +28,8 @@ With `fold_borders`, what a padded depthwise conv makes of a constant is a
 border pattern (`Plan.maps`, `_shrink_borders`) that element-wise layers
 keep and a linear 1x1 Conv2D takes as an added map (`Plan.border`); a
 padded Conv2D reads constants through a channel of ones (`Plan.ones`).
+Where those extra layers would cost more FLOPs than removing the channels
+saves (the weights of every Dense and conv layer on them), the channels stay.
 A class goes when every element is a constant (or such a pattern) and
 nothing pins it (a model input or output, a layer the shrink does not know)
 and every layer reading it can take it exactly. Otherwise its channel stays,
@@ -142,17 +144,114 @@ class Plan(object):
       if call.kind in _SOURCES:
         self._check_fold(call, reasons)
         self._map_reader(call, reasons)
+    self._set_keep(reasons)
+    while self._give_up_costly(reasons):
+      self._set_keep(reasons)
+    self._collect_stops(classes, reasons)
+    return self
+
+  def _set_keep(self, reasons):
+    """`keep`, `ones` and `border` of the classes that `reasons` keep."""
     self._keep_one(reasons)
     for tensor, base in self._base.items():
       roots = [self._uf.find(base + c) for c in range(self.shapes[tensor][-1])]
       self.keep[tensor] = np.array([reasons[r] is not None for r in roots])
+    self.ones, self.border = set(), {}
     for call in self.calls:
       if (call.kind == 'conv' and self.fold_borders and
           np.any(self._padded_constants(call) & ~self.keep[call.inputs[0]])):
         self.ones.add(call.output)
     self._border_maps()
-    self._collect_stops(classes, reasons)
-    return self
+
+  def _give_up_costly(self, reasons):
+    """Keeps the removed channels that a conv would read through extra
+    layers (a ones channel, a border map) costing more FLOPs than removing
+    them saves (parameters where the size is not static), as the graph
+    shrink does, conv by conv. Returns whether it kept any."""
+    changed = False
+    for call in self.calls:
+      if call.output in self.ones:
+        removed = np.flatnonzero(self._padded_constants(call) &
+                                 ~self.keep[call.inputs[0]])
+        source = call.inputs[0]
+      elif call.output in self.border:
+        x = call.inputs[0]
+        removed = [c for c in self.maps[x] if not self.keep[x][c]]
+        source = self.border[call.output][0][0].inputs[0]
+      else:
+        continue
+      extra = self._helper_cost(call, source)
+      saved = self._savings(set(self._uf.find(self.element(call.inputs[0], c))
+                                for c in removed), self._sized(call))
+      if extra <= saved:
+        continue
+      unit = 'FLOPs' if self._sized(call) else 'parameters'
+      if call.output in self.ones:
+        why = ('%s pads with zeros: the ones channel that would give it what '
+               'the removed constants gave costs more %s (%d) than removing '
+               'them saves (%d)' % (call.layer.name, unit, extra, saved))
+      else:
+        why = ('%s pads with zeros: the border map that would give %s what '
+               'the removed constants gave costs more %s (%d) than removing '
+               'them saves (%d)' % (
+                   self.border[call.output][0][-1].layer.name,
+                   call.layer.name, unit, extra, saved))
+      for c in removed:
+        root = self._uf.find(self.element(call.inputs[0], c))
+        if reasons[root] is None:
+          reasons[root] = why
+          changed = True
+    return changed
+
+  def _sized(self, call):
+    return None not in tuple(self.shapes[call.inputs[0]][1:]) + tuple(
+        call.shape[1:])
+
+  def _helper_cost(self, call, source):
+    """FLOPs (parameters if not `_sized`) of the extra layers for `call`: a
+    1x1 conv of ones on `source`, then a ones channel of the conv or a
+    border conv of the depthwise conv's kernel size."""
+    out = int(self.keep[call.output].sum())
+    if call.output in self.border:
+      kernel = self.border[call.output][0][-1].layer.get_config()[
+          'kernel_size']
+    else:
+      kernel = layer_weights(call.layer)['kernel'].shape[:2]
+    taps, channels = int(np.prod(kernel)), int(self.keep[source].sum())
+    if not self._sized(call):
+      return channels + 1 + taps * out
+    return 2 * (channels * int(np.prod(self.shapes[source][1:-1])) +
+                taps * out * int(np.prod(call.shape[1:-1])))
+
+  def _savings(self, roots, flops):
+    """FLOPs (parameters if not `flops`) of the weights of every Dense /
+    conv layer on the channels of the classes `roots`."""
+    total = 0
+    for call in self.calls:
+      if call.kind not in _SOURCES + ('depthwise',):
+        continue
+      ins, outs = [sum(self._uf.find(self.element(t, c)) in roots
+                       for c in range(self.shapes[t][-1]))
+                   for t in (call.inputs[0], call.output)]
+      if not (ins or outs):
+        continue
+      w = layer_weights(call.layer)
+      kept_in = int(self.keep[call.inputs[0]].sum())
+      kept_out = int(self.keep[call.output].sum())
+      if call.kind == 'separable':
+        dw = w['depthwise_kernel']
+        m, taps = dw.shape[-1], int(np.prod(dw.shape[:2]))
+        cost = ins * (taps * m + m * kept_out) + outs * kept_in * m
+      else:
+        kernel = w['kernel']
+        taps = int(np.prod(kernel.shape[:-2]))
+        cost = (ins * taps * kernel.shape[-1] if call.kind == 'depthwise' else
+                ins * taps * kept_out + outs * taps * kept_in)
+      spatial = call.shape[1:-1]
+      if flops and None not in spatial:
+        cost *= 2 * int(np.prod(spatial))
+      total += cost
+    return total
 
   def _forward(self, call):
     kind, out, shape = call.kind, call.output, call.shape
