@@ -78,8 +78,8 @@ def _masks(sess):
 def _pruning(text, sparsity_end=1):
   step = tf.train.get_or_create_global_step()
   hparams = tf1prune.get_pruning_hparams().parse(
-      'sparsity_function_end_step=%d,pruning_frequency=1,%s' % (sparsity_end,
-                                                                 text))
+      'sparsity_function_end_step=%d,pruning_frequency=1' % sparsity_end
+  ).parse(text)     # text may set pruning_frequency again
   return step, tf1prune.Pruning(hparams)
 
 

@@ -83,7 +83,14 @@ def test_exports_load_and_run_without_tf1prune(tmp_path, nested):
   keras_path = str(tmp_path / 'plain.keras')
   tk.strip_model(model).save(keras_path)
   saved = str(tmp_path / 'saved')
-  tk.export_saved_model(model, saved)
+  saved_report = tk.export_saved_model(model, saved)
+  size = sum(os.path.getsize(os.path.join(d, f))
+             for d, _, files in os.walk(saved) for f in files)
+  # A folder: its size, and no gzip size, dense reference or node count.
+  assert saved_report.format_table().splitlines()[1] == 'output:     ' + saved
+  assert saved_report.format_table().splitlines()[-1] == (
+      'file size      {:,} B'.format(size))
+  assert saved_report.to_dict()['file'] == {'bytes': size, 'gzip_bytes': None}
   pb = str(tmp_path / 'frozen.pb')
   report = tk.export_frozen_pb(model, pb)
   x = data()[0]

@@ -1,7 +1,6 @@
 """tf1prune.keras pruning and lottery tickets: exact masks, schedule, summaries."""
 
 import glob
-import logging
 import os
 
 import numpy as np
@@ -208,27 +207,6 @@ def test_pruner_errors():
   assert str(e.value) == (
       'weights= must be a list of (layer or layer name, weight name) pairs, '
       "e.g. [('dense', 'kernel')]; got the entry 'dense'")
-
-
-@pytest.fixture
-def tf_warnings():
-  """The tf.logging warnings (the graph API's channel) while a test runs."""
-  said = []
-
-  class Handler(logging.Handler):
-
-    def emit(self, record):
-      said.append(record.getMessage())
-
-  handler = Handler(logging.WARNING)
-  old = tf.compat.v1.logging.get_verbosity()
-  tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.WARN)
-  tf.get_logger().addHandler(handler)
-  try:
-    yield said
-  finally:
-    tf.get_logger().removeHandler(handler)
-    tf.compat.v1.logging.set_verbosity(old)
 
 
 def test_do_not_prune_entry_matching_no_weight_warns_as_graph_mode(

@@ -70,6 +70,8 @@ class StripReport(object):
     dense_file_bytes, dense_file_bytes_gzip: the same for the graph with
       the raw (unmasked) weights in place of the folded ones.
     num_nodes: number of nodes in the written graph.
+    For an export that is not one graph file (a SavedModel folder) the gzip
+    and dense sizes and `num_nodes` are None, and the table leaves them out.
 
   Attributes:
     unshrunk_file_bytes, unshrunk_file_bytes_gzip, unshrunk_num_nodes: the
@@ -156,19 +158,20 @@ class StripReport(object):
       return 'before the shrink: %s B; ' % count(value) if shrunk else ''
 
     out = ['checkpoint: %s' % self.checkpoint,
-           'output:     %s (%s nodes%s; outputs %s)' % (
-               self.output_path, self.num_nodes,
-               ', %s before the shrink' % self.unshrunk_num_nodes
-               if shrunk else '', ', '.join(self.output_nodes))]
+           'output:     %s' % self.output_path + (
+               '' if self.num_nodes is None else ' (%s nodes%s; outputs %s)' % (
+                   self.num_nodes, ', %s before the shrink' %
+                   self.unshrunk_num_nodes if shrunk else '',
+                   ', '.join(self.output_nodes)))]
     out.extend(table(('layer', 'shape', 'weights', 'nonzeros', 'sparsity'),
                      rows, total))
-    out.extend(['',
-                'file size      %s B  (%sdense weights: %s B)' % (
-                    count(self.file_bytes), unshrunk(self.unshrunk_file_bytes),
-                    count(self.dense_file_bytes)),
-                'gzip size      %s B  (%sdense weights: %s B, %s)' % (
-                    count(self.file_bytes_gzip),
-                    unshrunk(self.unshrunk_file_bytes_gzip),
-                    count(self.dense_file_bytes_gzip),
-                    'n/a' if smaller is None else '%.2fx smaller' % smaller)])
+    out.extend(['', 'file size      %s B%s' % (
+        count(self.file_bytes), '' if self.dense_file_bytes is None else
+        '  (%sdense weights: %s B)' % (unshrunk(self.unshrunk_file_bytes),
+                                       count(self.dense_file_bytes)))])
+    if self.file_bytes_gzip is not None:
+      out.append('gzip size      %s B  (%sdense weights: %s B, %s)' % (
+          count(self.file_bytes_gzip), unshrunk(self.unshrunk_file_bytes_gzip),
+          count(self.dense_file_bytes_gzip),
+          'n/a' if smaller is None else '%.2fx smaller' % smaller))
     return '\n'.join(out)

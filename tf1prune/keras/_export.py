@@ -116,7 +116,8 @@ def export_saved_model(model, path):
     tf.saved_model.save(plain, path, signatures=serve)
   size = sum(os.path.getsize(os.path.join(d, f))
              for d, _, files in os.walk(path) for f in files)
-  return strip_report(model, path, [], size, 0, size, 0)
+  # A folder, not one graph: no gzip size, dense reference or node count.
+  return strip_report(model, path, [], size, None, None, None)
 
 
 def _frozen_graph_def(plain):
