@@ -94,7 +94,7 @@ def _same_shapes(graph_def, output):
     bias = edited.node.add(name=base + '/interior', op='Const')
     bias.attr['dtype'].type = tf.float32.as_datatype_enum
     bias.attr['value'].tensor.CopyFrom(tf.make_tensor_proto(
-        value[0, height // 2 * width + width // 2]))
+        value.reshape(-1, value.shape[-1])[height // 2 * width + width // 2]))
     target, = [n for n in edited.node
                if n.op == 'Reshape' and n.input[0] == base + '/add']
     target.op = 'BiasAdd'
