@@ -124,6 +124,8 @@ def test_a_lock_under_the_mask_is_refused_with_the_order_to_use():
       'under the mask (apply_mask(lock(w))), whose snapshot and rewind would '
       'not see the lock; build them as lock(apply_mask(w))')):
     tf1prune.LotteryTicket()
+  assert not [v for v in tf.global_variables()
+              if v.op.name.startswith('lottery_ticket')]   # nothing made
 
 
 def test_snapshot_survives_save_and_restore(tmp_path):

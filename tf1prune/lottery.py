@@ -69,6 +69,15 @@ class LotteryTicket(object):
   def __init__(self, records=None, scope='lottery_ticket'):
     records = masked_weight_records() if records is None else list(records)
     variables = {v.op.name: v for v in tf.global_variables()}
+    # Checked before any snapshot variable is made.
+    locked = sorted({r.name for r in records} & {
+        lock.effective.op.name for lock in lock_records()})
+    if locked:
+      raise ValueError(
+          'LotteryTicket: the masked weights %s are locks under the mask '
+          '(apply_mask(lock(w))), whose snapshot and rewind would not see '
+          'the lock; build them as lock(apply_mask(w)), the order that '
+          'keeps the locked entries whatever the mask' % ', '.join(locked))
     self._entries = []
     skipped = []
     with tf.variable_scope(scope, reuse=tf.AUTO_REUSE):
@@ -84,14 +93,6 @@ class LotteryTicket(object):
       self._taken = tf.get_variable('snapshot_taken', [], tf.bool,
                                     initializer=tf.zeros_initializer(),
                                     trainable=False)
-    locked = sorted(set(skipped) & {
-        lock.effective.op.name for lock in lock_records()})
-    if locked:
-      raise ValueError(
-          'LotteryTicket: the masked weights %s are locks under the mask '
-          '(apply_mask(lock(w))), whose snapshot and rewind would not see '
-          'the lock; build them as lock(apply_mask(w)), the order that '
-          'keeps the locked entries whatever the mask' % ', '.join(locked))
     if skipped:
       tf.logging.warning('LotteryTicket skips masked weights that are not '
                          'variables: %s', ', '.join(skipped))

@@ -217,7 +217,8 @@ def locking_scope(locks):
     yield locked
   unused = sorted(r.pattern for r, _ in entries if r.pattern not in used)
   if unused:
+    made = ', '.join(seen[:20]) + (
+        ' and %d more' % (len(seen) - 20) if len(seen) > 20 else '')
     tf.logging.warning(
         'locking_scope regexes %s match no variable made inside it, so they '
-        'lock nothing; the variables made were: %s', unused,
-        ', '.join(seen) or 'none')
+        'lock nothing; the variables made were: %s', unused, made or 'none')
