@@ -48,6 +48,7 @@ says where and why.
 """
 
 import collections
+
 import numpy as np
 import tensorflow.compat.v1 as tf
 
