@@ -620,7 +620,7 @@ def _hard_silu(h):
 @pytest.mark.parametrize('name', ['x + 3', '1 - x', '6 / (|x| + 1)',
                                   'maximum(x, 0.5)', 'relu6', 'hard_silu',
                                   'leaky_relu', 'clip', 'hard swish (V3)',
-                                  'x * sigmoid(x)'])
+                                  'x * sigmoid(x)', 'cast'])
 def test_keras_ops_with_numbers_pass_their_channels(name):
   ops = _ops()
   nn = ops if _KERAS3 else ops.nn
@@ -636,6 +636,8 @@ def test_keras_ops_with_numbers_pass_their_channels(name):
       'clip': lambda h: clip(h, -1.0, 1.0),
       'hard swish (V3)': lambda h: h * (L.ReLU(6.0)(h + 3.0) * (1.0 / 6.0)),
       'x * sigmoid(x)': lambda h: h * ops.sigmoid(h),
+      # Keras 2 records tf.cast's dtype as an argument: no operand.
+      'cast': lambda h: ops.cast(h, 'float32' if _KERAS3 else ops.float32),
   }[name]
   model = _conv_op_conv(between)
   small, report = tk.shrink_model(model)
@@ -875,3 +877,63 @@ def test_a_removed_constant_whose_border_map_costs_more_stays():
        'removing them saves (%d)' % (extra, saved))]
   assert report.flops_after == report.flops_before
   assert report.params_after == report.params_before == small.count_params()
+
+
+def test_two_padded_convs_reading_one_removed_constant_share_its_saving():
+  """c1's empty filter (bias 0.7) is read by two padded 3x3 convs: each
+  ones channel (51 FLOPs a position: a 1x1 conv over 15 filters, 9 taps x 4)
+  is under the whole saving (73: the filter, 9 x 4 rows of each conv) but
+  both together are over it. Each conv gets half the saving: it stays."""
+  K.utils.set_random_seed(0)
+  x = K.Input((6, 6, 1))
+  c1 = L.Conv2D(16, 1, name='c1', activation='relu')
+  h = c1(x)
+  y = L.Concatenate()([L.Conv2D(4, 3, padding='same', name='c2')(h),
+                       L.Conv2D(4, 3, padding='same', name='c3')(h)])
+  model = K.Model(x, y)
+  kernel, bias = c1.get_weights()
+  kernel[..., 1], bias[1] = 0.0, 0.7
+  c1.set_weights([kernel, bias])
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (6, 6, 1))
+  extra, saved = 2 * 36 * 51, 2 * 36 * 73 // 2
+  assert [(s.layer, s.reason) for s in report.stops] == [
+      ('c1', 'c2 pads with zeros: the ones channel that would give it what '
+       'the removed constants gave costs more FLOPs (%d) than removing them '
+       'saves (%d)' % (extra, saved))]
+  assert report.flops_after == report.flops_before
+  assert report.params_after == report.params_before == small.count_params()
+
+
+def test_a_recurrent_stop_has_no_empty_filters_and_no_conv_flops():
+  """An LSTM's unit reads its recurrent kernel and bias too: zero columns
+  of its input kernel are no empty filters. A ConvLSTM2D counts 0 FLOPs,
+  as other recurrent layers do."""
+  K.utils.set_random_seed(0)
+  x = K.Input((5, 3))
+  lstm = L.LSTM(4, name='lstm')
+  model = K.Model(x, L.Dense(2, name='fc')(lstm(x)))
+  kernel = lstm.get_weights()[0]
+  kernel[:, :2] = 0.0
+  lstm.set_weights([kernel] + lstm.get_weights()[1:])
+  _, report = tk.shrink_model(model)
+  assert [s.layer for s in report.stops] == []
+  x = K.Input((2, 6, 6, 1))
+  h = L.ConvLSTM2D(2, 3, padding='same', name='clstm')(x)
+  model = K.Model(x, L.Dense(2, name='fc')(L.Flatten()(h)))
+  _, report = tk.shrink_model(model)
+  assert [(r.name, r.flops_before) for r in report.layers] == [
+      ('clstm', 0), ('fc', 2 * 72 * 2)]
+
+
+def test_a_separable_conv1d_keeps_its_empty_filters_with_a_stop():
+  K.utils.set_random_seed(0)
+  x = K.Input((8, 3))
+  conv = L.SeparableConv1D(6, 3, name='c')
+  model = K.Model(x, L.Dense(2, name='fc')(L.Flatten()(conv(x))))
+  depthwise, pointwise, bias = conv.get_weights()
+  pointwise[..., [1, 3, 5]] = 0.0
+  conv.set_weights([depthwise, pointwise, bias])
+  small, report = tk.shrink_model(model)
+  _same_outputs(model, small, (8, 3))
+  assert [(s.layer, s.channels) for s in report.stops] == [('c', 3)]

@@ -64,13 +64,25 @@ def _empty_filters(layer):
   a grouped Conv2D, ...) are all zero (0 for a layer without a kernel)."""
   if not hasattr(layer, 'weights') or getattr(layer, 'lora_enabled', False):
     return 0    # an operation; LoRA: its kernel is not the layer's weights
-  kernel = layer_weights(layer).get('kernel')
+  if not _is_conv(layer):
+    return 0    # an RNN's unit also reads its recurrent kernel and bias
+  w = layer_weights(layer)
+  kernel = w.get('pointwise_kernel', w.get('kernel'))
+  if kernel is None and 'depthwise_kernel' in w:     # [.., in, multiplier]
+    kernel = w['depthwise_kernel']
+    kernel = kernel.reshape(kernel.shape[:-2] + (-1,))
   if kernel is None or kernel.ndim < 2:
     return 0
   # A transposed conv's kernel is [..., filters, inputs].
   axis = -2 if type(layer).__name__.endswith('Transpose') else -1
   kernel = np.moveaxis(kernel, axis, 0).reshape(kernel.shape[axis], -1)
   return int((~(kernel != 0).any(axis=1)).sum())
+
+
+def _is_conv(layer):
+  """A convolution layer of any kind (RNN cells hold no `kernel_size`)."""
+  return 'Conv' in type(layer).__name__ and 'LSTM' not in type(
+      layer).__name__ and 'kernel_size' in layer.get_config()
 
 
 class Stop(collections.namedtuple('Stop', ['layer', 'channels', 'reason'])):
@@ -165,10 +177,10 @@ class Plan(object):
 
   def _give_up_costly(self, reasons):
     """Keeps the removed channels that a conv would read through extra
-    layers (a ones channel, a border map) costing more FLOPs than removing
-    them saves (parameters where the size is not static), as the graph
-    shrink does, conv by conv. Returns whether it kept any."""
-    changed = False
+    layers (a ones channel, a border map) costing more FLOPs than its share
+    of what removing them saves (parameters where the size is not static),
+    as the graph shrink does, conv by conv. Returns whether it kept any."""
+    changed, readers = False, []
     for call in self.calls:
       if call.output in self.ones:
         removed = np.flatnonzero(self._padded_constants(call) &
@@ -180,9 +192,16 @@ class Plan(object):
         source = self.border[call.output][0][0].inputs[0]
       else:
         continue
+      roots = set(self._uf.find(self.element(call.inputs[0], c))
+                  for c in removed)
+      readers.append((call, removed, source, roots))
+    for call, removed, source, roots in readers:
       extra = self._helper_cost(call, source)
-      saved = self._savings(set(self._uf.find(self.element(call.inputs[0], c))
-                                for c in removed), self._sized(call))
+      # Each conv that needs extra layers for these channels pays its own:
+      # it gets its share of what removing them saves, so that all of them
+      # together cost no more than the saving.
+      share = sum(1 for _, _, _, other in readers if other & roots)
+      saved = self._savings(roots, self._sized(call)) // max(share, 1)
       if extra <= saved:
         continue
       unit = 'FLOPs' if self._sized(call) else 'parameters'

@@ -41,7 +41,9 @@ def _flops(layer, out_shape, in_shape=None):
   name = type(layer).__name__
   shapes = {v.name.split('/')[-1].split(':')[0]: tuple(v.shape)
             for v in getattr(layer, 'weights', [])}
-  conv = 'kernel_size' in layer.get_config() if shapes else False
+  # A convolution of any kind; a ConvLSTM2D is recurrent (it counts 0).
+  conv = bool(shapes) and 'Conv' in name and 'LSTM' not in name and \
+      'kernel_size' in layer.get_config()
   if not (name == 'Dense' or conv):
     return 0
   shape = in_shape if name.endswith('Transpose') else out_shape

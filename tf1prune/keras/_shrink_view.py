@@ -241,10 +241,11 @@ def _classify_op(op, node, in_shapes, out_shape):
     return 'stop', ('the Keras op %s is not one the shrink goes through' %
                     name)
   args, kwargs = _structure(node)
-  # Each argument that holds no tensor (Keras 2 records an array as a list).
+  # Each argument that holds no tensor (Keras 2 records an array as a list);
+  # a dtype (tf.cast's) or a name is no operand.
   others = [a for a in list(args) + list(kwargs.values())
-            if not any(hasattr(t, '_keras_history')
-                       for t in tf.nest.flatten(a))]
+            if not isinstance(a, (tf.DType, str)) and
+            not any(hasattr(t, '_keras_history') for t in tf.nest.flatten(a))]
   if any(np.size(a) != 1 for a in others if a is not None and
          not isinstance(a, str)):
     return 'stop', ('the Keras op %s takes an array besides the tensor; '
