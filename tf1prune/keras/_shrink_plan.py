@@ -47,7 +47,7 @@ from tf1prune.keras import _shrink_borders as borders
 from tf1prune.keras._shrink_values import (activate, elementwise,
                                            layer_weights, pads_matter, spread)
 from tf1prune.keras._shrink_view import (activation_name, activation_stops,
-                                         op_name, run_call, trace)
+                                         is_conv, op_name, run_call, trace)
 
 __all__ = ['Plan', 'Stop', 'plan']
 
@@ -64,7 +64,7 @@ def _empty_filters(layer):
   a grouped Conv2D, ...) are all zero (0 for a layer without a kernel)."""
   if not hasattr(layer, 'weights') or getattr(layer, 'lora_enabled', False):
     return 0    # an operation; LoRA: its kernel is not the layer's weights
-  if not _is_conv(layer):
+  if not is_conv(layer):
     return 0    # an RNN's unit also reads its recurrent kernel and bias
   w = layer_weights(layer)
   kernel = w.get('pointwise_kernel', w.get('kernel'))
@@ -77,12 +77,6 @@ def _empty_filters(layer):
   axis = -2 if type(layer).__name__.endswith('Transpose') else -1
   kernel = np.moveaxis(kernel, axis, 0).reshape(kernel.shape[axis], -1)
   return int((~(kernel != 0).any(axis=1)).sum())
-
-
-def _is_conv(layer):
-  """A convolution layer of any kind (RNN cells hold no `kernel_size`)."""
-  return 'Conv' in type(layer).__name__ and 'LSTM' not in type(
-      layer).__name__ and 'kernel_size' in layer.get_config()
 
 
 class Stop(collections.namedtuple('Stop', ['layer', 'channels', 'reason'])):
@@ -194,13 +188,13 @@ class Plan(object):
         continue
       roots = set(self._uf.find(self.element(call.inputs[0], c))
                   for c in removed)
-      readers.append((call, removed, source, roots))
-    for call, removed, source, roots in readers:
+      readers.append((call, source, roots))
+    for call, source, roots in readers:
       extra = self._helper_cost(call, source)
       # Each conv that needs extra layers for these channels pays its own:
       # it gets its share of what removing them saves, so that all of them
       # together cost no more than the saving.
-      share = sum(1 for _, _, _, other in readers if other & roots)
+      share = sum(1 for _, _, other in readers if other & roots)
       saved = self._savings(roots, self._sized(call)) // max(share, 1)
       if extra <= saved:
         continue
@@ -215,8 +209,7 @@ class Plan(object):
                'them saves (%d)' % (
                    self.border[call.output][0][-1].layer.name,
                    call.layer.name, unit, extra, saved))
-      for c in removed:
-        root = self._uf.find(self.element(call.inputs[0], c))
+      for root in roots:
         if reasons[root] is None:
           reasons[root] = why
           changed = True

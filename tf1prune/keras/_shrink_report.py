@@ -22,6 +22,7 @@ them; biases, activations, batch norms, pools and the other layers
 import numpy as np
 
 from tf1prune.export.shrink.report import LayerShrink, ShrinkReport
+from tf1prune.keras._shrink_view import is_conv
 
 __all__ = ['KerasShrinkReport', 'layer_row']
 
@@ -41,9 +42,7 @@ def _flops(layer, out_shape, in_shape=None):
   name = type(layer).__name__
   shapes = {v.name.split('/')[-1].split(':')[0]: tuple(v.shape)
             for v in getattr(layer, 'weights', [])}
-  # A convolution of any kind; a ConvLSTM2D is recurrent (it counts 0).
-  conv = bool(shapes) and 'Conv' in name and 'LSTM' not in name and \
-      'kernel_size' in layer.get_config()
+  conv = bool(shapes) and is_conv(layer)     # a ConvLSTM2D counts 0
   if not (name == 'Dense' or conv):
     return 0
   shape = in_shape if name.endswith('Transpose') else out_shape

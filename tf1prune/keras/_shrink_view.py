@@ -58,8 +58,8 @@ from tf1prune.channels import rule_of
 
 __all__ = ['ACTIVATION_OPS', 'Call', 'KERAS_OPS', 'KINDS', 'OP_TYPES',
            'OTHER_CONVS', 'TF_SYMBOLS', 'activation_stops', 'call_arguments',
-           'classify', 'is_op', 'is_tf_op', 'op_name', 'op_type', 'run_call',
-           'trace']
+           'classify', 'is_conv', 'is_op', 'is_tf_op', 'op_name', 'op_type',
+           'run_call', 'trace']
 
 KINDS = ('input', 'dense', 'conv', 'separable', 'depthwise', 'elementwise',
          'pool', 'pad', 'merge', 'concat', 'flatten', 'reshape', 'stop')
@@ -154,7 +154,7 @@ def op_type(layer):
   """The channel table's op type for a Keras layer, Keras 3 operation or
   Keras 2 TF op (None: not in it)."""
   name = type(layer).__name__
-  if is_op(layer) or is_tf_op(layer):
+  if _operation(layer):
     return KERAS_OPS.get(op_name(layer))
   if name == 'Activation':
     return ACTIVATION_OPS.get(activation_name(layer))
@@ -188,6 +188,19 @@ def is_tf_op(layer):
   """Whether `layer` is a Keras 2 / tf_keras `TFOpLambda` (a TF function
   called on a symbolic tensor)."""
   return type(layer).__name__ in ('TFOpLambda', 'SlicingOpLambda')
+
+
+def _operation(layer):
+  """A Keras 3 operation or a Keras 2 TF op: a call with no layer config."""
+  return is_op(layer) or is_tf_op(layer)
+
+
+def is_conv(layer):
+  """Whether `layer` is a convolution of any kind (1D/2D/3D, transposed,
+  depthwise, separable); a ConvLSTM2D is recurrent, not one."""
+  name = type(layer).__name__
+  return 'Conv' in name and 'LSTM' not in name and \
+      'kernel_size' in layer.get_config()
 
 
 def op_name(layer):
@@ -225,7 +238,7 @@ def run_call(call, tensors):
   `tensors` ({input tensor id: tensor}), with its other arguments as they
   were."""
   args, kwargs = call_arguments(call.node, tensors)
-  if not (is_op(call.layer) or is_tf_op(call.layer)):
+  if not _operation(call.layer):
     kwargs = dict(kwargs, training=False)
   return call.layer(*args, **kwargs)
 
@@ -246,8 +259,7 @@ def _classify_op(op, node, in_shapes, out_shape):
   others = [a for a in list(args) + list(kwargs.values())
             if not isinstance(a, (tf.DType, str)) and
             not any(hasattr(t, '_keras_history') for t in tf.nest.flatten(a))]
-  if any(np.size(a) != 1 for a in others if a is not None and
-         not isinstance(a, str)):
+  if any(np.size(a) != 1 for a in others if a is not None):
     return 'stop', ('the Keras op %s takes an array besides the tensor; '
                     'only numbers pass' % name)
   return classify(op, in_shapes, out_shape)
@@ -297,7 +309,7 @@ def classify(layer, in_shapes, out_shape):
   rule = rule_of(op)
   if rule.kind == 'stop':
     return 'stop', rule.why
-  operation = is_op(layer) or is_tf_op(layer)
+  operation = _operation(layer)
   config = {} if operation else layer.get_config()
   if config.get('data_format', 'channels_last') != 'channels_last':
     return 'stop', ('a channels_first %s is not shrunk (only channels_last '
@@ -400,7 +412,7 @@ def trace(model):
     shapes = [_shape(t) for t in inputs]
     kind, reason = (
         _classify_op(layer, node, shapes, _shape(tensor))
-        if is_op(layer) or is_tf_op(layer) else
+        if _operation(layer) else
         classify(layer, shapes, _shape(tensor)))
     calls.append(Call(layer, kind, [id(t) for t in inputs], id(tensor),
                       _shape(tensor), reason, node))

@@ -29,7 +29,8 @@ import collections
 import numpy as np
 
 from tf1prune.channels import classify as classify_channels
-from tf1prune.export.shrink.frozen_graph import attr_str, split_input
+from tf1prune.export.shrink.frozen_graph import (attr_int, attr_str,
+                                                 split_input)
 
 Layer = collections.namedtuple('Layer', ['node', 'kind', 'weight'])
 # kind: a `tf1prune.channels` kind ('elementwise', 'pool', 'pad', 'reduce',
@@ -121,11 +122,10 @@ def reads_shape_only(g, node):
   users = g.consumers(node.name)
   if not users or any(user.op != 'Shape' for user, _ in users):
     return False
-  if any(node.attr[k].i for k in ('ellipsis_mask', 'new_axis_mask',
-                                  'shrink_axis_mask') if k in node.attr):
+  if any(attr_int(node, k, 0) for k in ('ellipsis_mask', 'new_axis_mask',
+                                        'shrink_axis_mask')):
     return False
-  if any(node.attr[k].i & 8 for k in ('begin_mask', 'end_mask')
-         if k in node.attr):
+  if any(attr_int(node, k, 0) & 8 for k in ('begin_mask', 'end_mask')):
     return False
   ends = [g.const_behind(i) for i in node.input[1:]]
   if any(e is None or np.shape(e) != (4,) for e in ends):
@@ -133,18 +133,13 @@ def reads_shape_only(g, node):
   return [int(e[3]) for e in ends] == [0, 1, 1]
 
 
-def _int_attr(node, key):
-  """An int attr of `node`, 0 where the file left it out (its default)."""
-  return node.attr[key].i if key in node.attr else 0
-
-
 def _batch_size_slice(g, node):
   """True for `StridedSlice(shape, [0], [1], [1])` taking one number."""
   if node.op != 'StridedSlice' or len(node.input) != 4:
     return False
-  if not _int_attr(node, 'shrink_axis_mask') & 1 or any(
-      _int_attr(node, k) for k in ('ellipsis_mask', 'new_axis_mask',
-                                   'end_mask')):
+  if not attr_int(node, 'shrink_axis_mask', 0) & 1 or any(
+      attr_int(node, k, 0) for k in ('ellipsis_mask', 'new_axis_mask',
+                                     'end_mask')):
     return False
   ends = [g.const_behind(i) for i in node.input[1:]]
   return all(e is not None and np.shape(e) == (1,) for e in ends) and \
@@ -165,7 +160,7 @@ def _batch_and_rest(g, name):
   source, port = split_input(name)
   node = g.nodes.get(source)
   if port != 0 or node is None or node.op != 'Pack' or \
-      len(node.input) != 2 or _int_attr(node, 'axis'):
+      len(node.input) != 2 or attr_int(node, 'axis', 0):
     return False
   first = g.nodes.get(split_input(node.input[0])[0])
   shape = None if first is None or len(first.input) != 4 else g.nodes.get(

@@ -33,6 +33,10 @@ def attr_str(node, key, default):
   return value.decode('utf-8') if isinstance(value, bytes) else value
 
 
+def attr_int(node, key, default):
+  return node.attr[key].i if key in node.attr else default
+
+
 def attr_ints(node, key, default):
   if key not in node.attr or not node.attr[key].list.i:
     return list(default)
