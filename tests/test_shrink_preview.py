@@ -108,3 +108,55 @@ def test_the_preview_names_an_unknown_output():
       sess.run(tf.global_variables_initializer())
       with pytest.raises(ValueError, match=r"\['logit'\] are not in"):
         tf1prune.shrink_preview(sess, ['logit'])
+
+
+def _batch_norm_net(is_training):
+  """Two masked 3x3 convs with tf1prune.batch_norm and relu6, a mean, the
+  logits; returns the logits."""
+  x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
+  init = tf.random_normal_initializer(seed=1)
+  params = {'is_training': is_training, 'scale': True}
+  net = x
+  for scope in ('conv1', 'conv2'):
+    net = tf1prune.masked_conv2d(net, 8, 3, activation_fn=tf.nn.relu6,
+                                 weights_initializer=init,
+                                 normalizer_fn=tf1prune.batch_norm,
+                                 normalizer_params=params, scope=scope)
+  return tf1prune.masked_fully_connected(
+      tf.reduce_mean(net, [1, 2]), 10, activation_fn=None, scope='logits')
+
+
+def test_the_preview_refuses_training_batch_norms_and_takes_an_inference_copy():
+  with tf.Graph().as_default():
+    logits = _batch_norm_net(True)
+    with tf.variable_scope(tf.get_variable_scope(), reuse=True):
+      inference = _batch_norm_net(False)
+    step = tf.train.get_or_create_global_step()
+    pruning = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+        'target_sparsity=0.5,sparsity_function_end_step=1,'
+        'granularity_map=[.*:coupled_filter],do_not_prune=[logits]'))
+    update = pruning.mask_update_op()
+    with pytest.raises(tf1prune.TrainingGraphError,
+                       match=r"output_node_names \['logits/BiasAdd'\] read 2 "
+                             r'batch norms in training form .*e\.g\. '
+                             r'conv1/BatchNorm/FusedBatchNormV3 '
+                             r'\(FusedBatchNormV3\).*reuse=True'):
+      tf1prune.ShrinkPreviewHook([logits.op.name], '/nonexistent').begin()
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      sess.run(tf.assign(step, 1))
+      sess.run(update)
+      with pytest.raises(tf1prune.TrainingGraphError) as error:
+        tf1prune.shrink_preview(sess, [logits.op.name])
+      assert [(op.node, op.kind) for op in error.value.ops] == [
+          ('conv1/BatchNorm/FusedBatchNormV3', 'batch_norm'),
+          ('conv2/BatchNorm/FusedBatchNormV3', 'batch_norm')]
+      report = tf1prune.shrink_preview(sess, [inference.op.name])
+      masks = dict(zip([w.op.name for w in tf1prune.get_weights()],
+                       sess.run(tf1prune.get_masks())))
+  kept = [int(masks[name].reshape(-1, 8).any(axis=0).sum())
+          for name in ('conv1/weights', 'conv2/weights')]
+  assert kept == [4, 4]
+  assert [(layer.outputs_before, layer.outputs_after)
+          for layer in report.layers] == [(8, 4), (8, 4), (10, 10)]
+  assert report.stops == []

@@ -21,6 +21,13 @@ written. `ShrinkPreviewHook` writes its FLOPs and parameter ratios as
 TensorBoard scalars (`<name>_summaries/expected_flops_ratio`,
 `.../expected_params_ratio`, beside `Pruning.add_pruning_summaries()`) every
 N steps.
+
+The shrink folds only inference batch norms: a training graph's batch norms
+(`is_training=True`) would keep every channel they read, so the preview
+refuses them (`TrainingGraphError`). Preview an inference copy built in the
+same graph on the same variables instead
+(`with tf.variable_scope(tf.get_variable_scope(), reuse=True):` the model
+with `is_training=False`), as the export does.
 """
 
 import tensorflow.compat.v1 as tf
@@ -28,6 +35,7 @@ import tensorflow.compat.v1 as tf
 from tf1prune.export import shrink_graph_def, strip_pruning_vars_fn
 from tf1prune.export.names import output_names
 from tf1prune.export.shrink.run import check_objective
+from tf1prune.export.training_ops import TrainingGraphError, training_ops
 
 __all__ = ['ShrinkPreviewHook', 'shrink_preview']
 
@@ -49,19 +57,38 @@ def shrink_preview(sess, output_node_names, objective='flops'):
   Raises:
     ValueError: an unknown output node or objective, or a graph that cannot
       be frozen.
+    TrainingGraphError: (a ValueError) the outputs read batch norms in
+      training form.
   """
   outputs = output_names(output_node_names)
   check_objective(objective)
   graph = sess.graph
+  _check_outputs(graph, outputs)
+  frozen = tf.graph_util.convert_variables_to_constants(
+      sess, graph.as_graph_def(), outputs)
+  stripped = strip_pruning_vars_fn(frozen, outputs)
+  return shrink_graph_def(stripped, outputs, objective=objective)[1]
+
+
+def _check_outputs(graph, outputs):
+  """Raises if `outputs` are not in `graph` or read training batch norms."""
   known = set(op.name for op in graph.get_operations())
   missing = [name for name in outputs if name not in known]
   if missing:
     raise ValueError('output_node_names %s are not in the session\'s graph; '
                      'give the names of its output ops' % missing)
-  frozen = tf.graph_util.convert_variables_to_constants(
-      sess, graph.as_graph_def(), outputs)
-  stripped = strip_pruning_vars_fn(frozen, outputs)
-  return shrink_graph_def(stripped, outputs, objective=objective)[1]
+  found = [op for op in training_ops(graph.as_graph_def(), outputs)
+           if op.kind == 'batch_norm']
+  if found:
+    raise TrainingGraphError(
+        'output_node_names %s read %d batch norms in training form '
+        '(is_training=True), e.g. %s; the shrink folds only inference batch '
+        'norms, so the preview would keep every channel they read. Build an '
+        'inference copy of the model in the same graph on the same '
+        'variables (with tf.variable_scope(tf.get_variable_scope(), '
+        'reuse=True): the model with is_training=False) and preview its '
+        'outputs' % (outputs, len(found), ', '.join(
+            '%s (%s)' % (op.node, op.op) for op in found[:3])), found)
 
 
 class ShrinkPreviewHook(tf.train.SessionRunHook):
@@ -75,6 +102,10 @@ class ShrinkPreviewHook(tf.train.SessionRunHook):
       graph in memory: seconds for a large net).
     name: the summary scope, as the `Pruning` spec's `name`.
     objective: 'flops' or 'params'.
+
+  Raises:
+    TrainingGraphError: (in `begin`) the outputs read batch norms in
+      training form.
   """
 
   def __init__(self, output_node_names, logdir, every_n_steps=1000,
@@ -97,6 +128,7 @@ class ShrinkPreviewHook(tf.train.SessionRunHook):
     if self._step is None:
       raise ValueError('ShrinkPreviewHook needs a global step; create it '
                        'with tf.train.get_or_create_global_step()')
+    _check_outputs(tf.get_default_graph(), self._outputs)
 
   def before_run(self, run_context):
     return tf.train.SessionRunArgs(self._step)
