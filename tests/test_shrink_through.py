@@ -267,3 +267,57 @@ def test_every_fused_batch_norm_version_folds(op):
                              atol=1e-5 * np.abs(expected).max())
   assert _layer(report, 'conv1').outputs_after == 3
   assert not [n for n in small.node if n.op.startswith('FusedBatchNorm')]
+
+
+def _hard_swish(x):
+  return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def test_unfused_batch_norm_offset_becomes_a_bias_add_the_remapper_takes(
+    capfd):
+  # A MobileNet v3 block with unfused batch norms: its folded offsets read
+  # the conv as `AddV2`s, on which TF 2.x's grappler remapper failed
+  # ("remapper failed: ... fanout 'truediv' exist for missing node").
+  rs = np.random.RandomState(0)
+  with tf.Graph().as_default(), tf.Session() as sess:
+    inits = [tf.glorot_uniform_initializer(seed=1)(s)
+             for s in ([1, 1, 4, 8], [3, 3, 8, 1], [8, 3])]
+    w1, dw, w2 = sess.run(inits)
+  w1[..., [1, 5]] = 0.0
+  stats = [_bn_stats(rs, 8) for _ in range(2)]
+  x = rs.randn(2, 6, 6, 4).astype(np.float32)
+  with tf.Graph().as_default():
+    images = tf.placeholder(tf.float32, [None, 6, 6, 4], name='x')
+    h = tf.nn.conv2d(images, _const(w1), [1] * 4, 'SAME')
+    gamma, beta, mean, var = [_const(s.astype(np.float32)) for s in stats[0]]
+    h = tf.nn.batch_normalization(h, mean, var, beta, gamma, 1e-3)
+    h = h * tf.nn.relu6(h + 3.0) / 6.0
+    h = tf.nn.depthwise_conv2d(h, _const(dw), [1] * 4, 'SAME')
+    gamma, beta, mean, var = [_const(s.astype(np.float32)) for s in stats[1]]
+    h = tf.nn.batch_normalization(h, mean, var, beta, gamma, 1e-3)
+    h = h * tf.nn.relu6(h + 3.0) / 6.0
+    tf.identity(tf.matmul(tf.reduce_mean(h, [1, 2]), _const(w2)), name='y')
+    small, report = _shrink_same_outputs(x)
+  assert [(l.name, l.outputs_after) for l in report.layers] == [
+      ('Conv2D', 6), ('depthwise', 6), ('MatMul', 3)]
+  readers = {}
+  for node in small.node:
+    for name in node.input:
+      readers.setdefault(name, []).append(node.op)
+  assert readers['Conv2D'] == ['BiasAdd']
+  assert readers['depthwise'] == ['BiasAdd']
+
+  def batch_norm(h, stats):
+    gamma, beta, mean, var = stats
+    return (h - mean) / np.sqrt(var + 1e-3) * gamma + beta
+
+  h = _hard_swish(batch_norm(x.astype(np.float64) @ w1[0, 0], stats[0]))
+  padded = np.pad(h, [(0, 0), (1, 1), (1, 1), (0, 0)])
+  h = sum(padded[:, i:i + 6, j:j + 6] * dw[i, j, :, 0]
+          for i in range(3) for j in range(3))
+  expected = _hard_swish(batch_norm(h, stats[1])).mean(axis=(1, 2)) @ w2
+  capfd.readouterr()
+  got = _run(small, x)
+  np.testing.assert_allclose(got, expected, rtol=0,
+                             atol=1e-5 * np.abs(expected).max())
+  assert 'remapper failed' not in capfd.readouterr().err

@@ -25,7 +25,10 @@
   batch norm's name;
 - a `Mul` by a per-channel constant right after a Conv2D, MatMul or
   DepthwiseConv2dNative (maybe behind its BiasAdd), whose weight is a constant
-  of its own, is folded into that weight (and bias) and leaves the graph.
+  of its own, is folded into that weight (and bias) and leaves the graph;
+- an `Add` / `AddV2` of a layer's output and a `[C]` constant is a
+  `BiasAdd` (TF 2.x's grappler remapper fails on a conv, an `AddV2` and a
+  hard-swish).
 
 - readers of an `IdentityN` (`tf.custom_gradient`'s wrapper of swish and
   silu) read its inputs directly.
@@ -320,6 +323,33 @@ def _fold_scales(g):
   return let_go
 
 
+def _adds_to_bias_adds(graph_def):
+  """An `Add` / `AddV2` of a layer's output and a `[C]` constant (an
+  unfused batch norm's offset, once its scale is folded) becomes the
+  `BiasAdd` it is: TF 2.x's grappler remapper fails on a conv, an `AddV2`
+  and a hard-swish (`x * relu6(x + 3) / 6`), logs `remapper failed` and
+  then fuses nothing in the graph."""
+  nodes = dict((n.name, n) for n in graph_def.node)
+  for node in graph_def.node:
+    if node.op not in ('Add', 'AddV2') or len(node.input) != 2:
+      continue
+    for index in (0, 1):
+      source, port = split_input(node.input[index])
+      const = nodes.get(split_input(node.input[1 - index])[0])
+      layer = nodes.get(source)
+      if (port != 0 or layer is None or layer.op not in _LAYERS or
+          const is None or const.op != 'Const'):
+        continue
+      shape = const.attr['value'].tensor.tensor_shape
+      if len(shape.dim) != 1 or shape.dim[0].size < 2:
+        continue
+      inputs = [node.input[index], node.input[1 - index]]
+      del node.input[:]
+      node.input.extend(inputs)
+      node.op = 'BiasAdd'
+      break
+
+
 def _bypass_identity_n(graph_def, outputs):
   """Readers of `IdentityN:k` read its input k instead (the wrapper that
   `tf.custom_gradient` puts around swish / silu); IdentityN nodes that are
@@ -367,4 +397,5 @@ def prepare_graph_def(graph_def, outputs):
         g.values[const], dtype=node.attr['dtype'].type,
         shape=g.values[const].shape))
   _remove_orphans(copy, outputs, let_go)
+  _adds_to_bias_adds(copy)
   return copy
