@@ -494,6 +494,18 @@ def test_bad_output_names_raise():
     shrink_graph_def(tf.get_default_graph().as_graph_def(), ['nope'])
 
 
+def test_shrink_pb_names_a_path_that_is_not_a_file(tmp_path):
+  missing = str(tmp_path / 'missing.pb')
+  with pytest.raises(ValueError, match=r"^path '%s' is not a file \(it does "
+                     r'not exist\); give the \.pb that strip_checkpoint or '
+                     r'strip_pruning_vars wrote$' % missing):
+    tf1prune.shrink_pb(missing, ['y'])
+  with pytest.raises(ValueError, match=r"^path '%s' is not a file \(a "
+                     r'directory\)' % tmp_path):
+    tf1prune.shrink_pb(str(tmp_path), ['y'])
+  assert os.listdir(str(tmp_path)) == []
+
+
 @pytest.mark.parametrize('size,kernel,stride,dilation,padding', [
     ((6, 7), (3, 3), 1, 1, 'SAME'), ((9, 8), (5, 3), 2, 1, 'SAME'),
     ((9, 9), (3, 3), 1, 2, 'SAME'), ((7, 6), (4, 2), 3, 1, 'SAME'),

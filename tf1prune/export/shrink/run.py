@@ -252,8 +252,13 @@ def shrink_pb(path, output_node_names, output_path=None, objective='flops',
     `num_nodes_before` and `num_nodes_after` set.
 
   Raises:
-    ValueError: `path` is not a GraphDef, or as `shrink_graph_def`.
+    ValueError: `path` is not a GraphDef file, or as `shrink_graph_def`.
   """
+  if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+    raise ValueError('path %r is not a file (%s); give the .pb that '
+                     'strip_checkpoint or strip_pruning_vars wrote' % (
+                         path, 'a directory' if tf.io.gfile.exists(path)
+                         else 'it does not exist'))
   graph_def = tf.GraphDef()
   with tf.io.gfile.GFile(path, 'rb') as f:
     data = f.read()
