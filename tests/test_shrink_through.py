@@ -321,3 +321,22 @@ def test_unfused_batch_norm_offset_becomes_a_bias_add_the_remapper_takes(
   np.testing.assert_allclose(got, expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   assert 'remapper failed' not in capfd.readouterr().err
+
+
+def test_an_add_that_broadcasts_a_layer_output_stays_an_add():
+  # A MatMul of one unit plus a [3] constant broadcasts to [N, 3]: a
+  # BiasAdd (bias of the last dim's size) would fail on it.
+  with tf.Graph().as_default(), tf.Session() as sess:
+    w1, w2 = sess.run([tf.glorot_uniform_initializer(seed=2)(s)
+                       for s in ([4, 1], [3, 2])])
+  b = np.array([0.5, -1.0, 2.0], np.float32)
+  x = np.random.RandomState(1).randn(5, 4).astype(np.float32)
+  with tf.Graph().as_default():
+    inputs = tf.placeholder(tf.float32, [None, 4], name='x')
+    h = tf.add(tf.matmul(inputs, _const(w1)), _const(b), name='wide')
+    tf.identity(tf.matmul(tf.nn.relu(h), _const(w2)), name='y')
+    small, _ = _shrink_same_outputs(x)
+  assert {n.name: n.op for n in small.node}['wide'] in ('Add', 'AddV2')
+  expected = np.maximum(x.astype(np.float64) @ w1 + b, 0.0) @ w2
+  np.testing.assert_allclose(_run(small, x), expected, rtol=0,
+                             atol=1e-5 * np.abs(expected).max())

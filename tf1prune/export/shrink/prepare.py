@@ -323,6 +323,22 @@ def _fold_scales(g):
   return let_go
 
 
+def _output_channels(layer, nodes):
+  """The size of the last dim of an NHWC `layer`'s output, read from its
+  constant weight; None when the weight is not a constant or the layout
+  is not NHWC (there a `[C]` add may broadcast, which `BiasAdd` does not)."""
+  weight = nodes.get(split_input(layer.input[1])[0])
+  if weight is None or weight.op != 'Const' or \
+      attr_str(layer, 'data_format', 'NHWC') != 'NHWC':
+    return None
+  dims = [d.size for d in weight.attr['value'].tensor.tensor_shape.dim]
+  if layer.op == 'DepthwiseConv2dNative':
+    return dims[-2] * dims[-1]
+  if layer.op == 'MatMul' and layer.attr['transpose_b'].b:
+    return dims[0]
+  return dims[-1]
+
+
 def _adds_to_bias_adds(graph_def):
   """An `Add` / `AddV2` of a layer's output and a `[C]` constant (an
   unfused batch norm's offset, once its scale is folded) becomes the
@@ -341,7 +357,8 @@ def _adds_to_bias_adds(graph_def):
           const is None or const.op != 'Const'):
         continue
       shape = const.attr['value'].tensor.tensor_shape
-      if len(shape.dim) != 1 or shape.dim[0].size < 2:
+      if len(shape.dim) != 1 or shape.dim[0].size < 2 or \
+          shape.dim[0].size != _output_channels(layer, nodes):
         continue
       inputs = [node.input[index], node.input[1 - index]]
       del node.input[:]
