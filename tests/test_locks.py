@@ -328,3 +328,36 @@ def test_bake_after_mask_update_when_built_under_control_dependencies():
     raw = sess.run(w)
   expected = np.where(init > 12, init, 0.0)
   np.testing.assert_array_equal(raw, expected)
+
+
+@pytest.mark.parametrize('compose', ['lock_outside', 'lock_inside'])
+def test_bake_before_capture_keeps_the_raw_values_a_capture_then_pins(compose):
+  # A bake that runs before LockHook (PruningHook(bake_masks=True) in
+  # chief_only_hooks runs first) once wrote the uncaptured zeros of the lock
+  # into the raw variable, and the capture then pinned those zeros.
+  w = tf.get_variable('conv2/weights', [3, 3, 16, 32])
+  with tf.variable_scope('conv2'):
+    if compose == 'lock_outside':
+      tf1prune.lock(tf1prune.apply_mask(w), np.s_[:, :, 7, 5])
+    else:
+      tf1prune.apply_mask(tf1prune.lock(w, np.s_[:, :, 7, 5]))
+  (record,) = tf1prune.masked_weight_records()
+  (lock,) = tf1prune.lock_records()
+  half = np.zeros([3, 3, 16, 32], np.float32)
+  half[..., ::2] = 1.0
+  bake = tf1prune.bake_masks_op()
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    init = sess.run(w)
+    sess.run(tf.assign(record.mask, half))
+    sess.run(bake)
+    baked = sess.run(w)
+    sess.run(tf1prune.capture_lock_values_op())
+    sess.run(bake)
+    rebaked, effective = sess.run([w, lock.effective])
+  np.testing.assert_array_equal(_bits(baked), _bits(init * half))
+  expected = init * half            # the capture took the baked raw values
+  np.testing.assert_array_equal(_bits(rebaked), _bits(expected))
+  np.testing.assert_array_equal(_bits(effective[:, :, 7, 5]),
+                                _bits(expected[:, :, 7, 5]))
+  assert np.all(init[:, :, 7, 5] != 0) and np.all(expected[:, :, 7, 4] != 0)

@@ -308,7 +308,10 @@ def bake_masks_op(include_locks=True, graph=None):
   `include_locks`, locks are baked in as well: `lock(apply_mask(w))` writes
   `where(lock_mask, lock_value, mask * w)`, `apply_mask(lock(w))` writes
   `mask * where(lock_mask, lock_value, w)`, and `lock(w)` without a mask
-  writes `where(lock_mask, lock_value, w)`. Weights that are no variable
+  writes `where(lock_mask, lock_value, w)`. A `value='current'` lock not
+  captured yet writes nothing at its entries (it has no value yet; the capture
+  then takes what is there), so the op may run before `LockHook`. Weights that
+  are no variable
   (tensors, partitioned variables) are left alone. The locks' own variables
   keep the pin: baking only makes the raw variable agree with it.
 
@@ -333,9 +336,17 @@ def bake_masks_op(include_locks=True, graph=None):
   for l in locks:
     by_input[l.input.name].append(l)
 
+  def pinned(l, value):
+    # A current-value lock not captured yet has no value to write: its
+    # entries keep `value`, which is what a capture will then take.
+    locked = l.locked
+    if l.captured is not None:
+      locked = tf.logical_and(locked, l.captured)
+    return tf.where_v2(locked, l.value.read_value(), value)
+
   def pin(value, tensor_name):
     for l in by_input.get(tensor_name, []):
-      value = tf.where_v2(l.locked, l.value.read_value(), value)
+      value = pinned(l, value)
     return value
 
   ops, baked = [], set()
@@ -347,7 +358,7 @@ def bake_masks_op(include_locks=True, graph=None):
     with tf.name_scope(var.op.name + '_bake'):
       value = var.read_value()
       if inner is not None:
-        value = tf.where_v2(inner.locked, inner.value.read_value(), value)
+        value = pinned(inner, value)
       value = pin(record.mask.read_value() * value, record.masked_weight.name)
       ops.append(tf.assign(var, value))
     baked.add(var.op.name)
