@@ -246,3 +246,52 @@ def test_without_bake_masks_raw_weights_stay_dense(tmp_path):
   raw = tf.train.load_variable(str(tmp_path), 'fc/weights')
   assert mask.sum() == _target_kept(0.75)
   assert (raw[mask == 0] != 0).all()
+
+
+class _Initial(tf.train.SessionRunHook):
+  """Reads `tensor` once the session is created, before the hooks after it."""
+
+  def __init__(self, tensor):
+    self._tensor = tensor
+    self.value = None
+
+  def after_create_session(self, session, coord):
+    self.value = session.run(self._tensor)
+
+
+@pytest.mark.parametrize('compose', ['lock_outside', 'lock_inside'])
+@pytest.mark.parametrize('bake', [False, True])
+def test_chief_only_hook_before_lock_hook_keeps_the_initial_locked_values(
+    compose, bake):
+  # chief_only_hooks run before hooks=: the PruningHook's first update and
+  # bake ran before LockHook's capture. apply_mask(lock(w)) failed with 'never
+  # captured', lock(apply_mask(w)) with bake_masks pinned zeros silently.
+  step = tf.train.get_or_create_global_step()
+  rs = np.random.RandomState(2)
+  images = tf.constant(rs.randn(4, 6, 6, 8).astype(np.float32))
+  w = tf.get_variable('conv/weights', [3, 3, 8, 16])
+  with tf.variable_scope('conv'):
+    if compose == 'lock_outside':
+      kernel = tf1prune.lock(tf1prune.apply_mask(w), np.s_[:, :, 3, 5])
+    else:
+      kernel = tf1prune.apply_mask(tf1prune.lock(w, np.s_[:, :, 3, 5]))
+  out = tf.nn.conv2d(images, kernel, [1, 1, 1, 1], 'SAME')
+  train_op = tf.train.MomentumOptimizer(0.1, 0.9).minimize(
+      tf.reduce_mean(tf.square(out - 1.0)), global_step=step)
+  p = _pruning('target_sparsity=0.5,sparsity_function_end_step=4,'
+               'pruning_frequency=1')
+  initial = _Initial(w)
+  with tf.train.MonitoredTrainingSession(
+      chief_only_hooks=[initial, tf1prune.PruningHook(p, bake_masks=bake)],
+      hooks=[tf1prune.LockHook()], save_summaries_steps=None,
+      log_step_count_steps=None) as sess:
+    for _ in range(6):
+      sess.run(train_op)
+    locked, raw = sess.run([kernel, w])
+  expected = initial.value[:, :, 3, 5]
+  assert np.all(expected != 0)
+  np.testing.assert_array_equal(locked[:, :, 3, 5].view(np.uint32),
+                                expected.view(np.uint32))
+  if bake:
+    np.testing.assert_array_equal(raw[:, :, 3, 5].view(np.uint32),
+                                  expected.view(np.uint32))

@@ -33,7 +33,9 @@ of a pruning step can hold the masks from before that step's update. Given a
 `Pruning`, the hook therefore also runs the conditional update once when the
 session is created or restored: a run killed after any checkpoint continues
 exactly as if it had never stopped (the update is a no-op when the checkpoint
-already holds it).
+already holds it). Before that update it captures the current-value locks the
+update reads (`apply_mask(lock(w))`) that are not captured yet, as `LockHook`
+would: in `chief_only_hooks` this hook runs before a `LockHook` in `hooks=`.
 
 Between-graph replication: pass the hook in `chief_only_hooks`, so that one
 process updates the masks; see docs/reliability.md.
@@ -48,7 +50,7 @@ to put the hook so that the saved values are exact.
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.locks import bake_masks_op
+from tf1prune.locks import bake_masks_op, capture_lock_values_op, lock_records
 from tf1prune.masking import graph_variables, masked_weight_records
 
 __all__ = ['PruningHook', 'train']
@@ -99,6 +101,7 @@ class PruningHook(tf.train.SessionRunHook):
     self._bake = bool(bake_masks)
     self._gated = hasattr(pruning, 'conditional_mask_update_op')
     self._op = None
+    self._capture = None
     self._last_read = None
     self._step = None
     self._last = None
@@ -109,6 +112,12 @@ class PruningHook(tf.train.SessionRunHook):
       if self._bake:
         self._op = _bake_op(self._op)
       return
+    # The update reads the locks under a mask (apply_mask(lock(w))): they
+    # must hold their value before the update run by after_create_session,
+    # which runs before LockHook's when this hook is in chief_only_hooks.
+    weights = set(r.weight.name for r in masked_weight_records())
+    read = [l for l in lock_records() if l.effective.name in weights]
+    self._capture = capture_lock_values_op(locks=read) if read else None
     update = self._pruning.conditional_mask_update_op()
     if self._bake:
       update = _bake_op(update)
@@ -122,6 +131,8 @@ class PruningHook(tf.train.SessionRunHook):
   def after_create_session(self, session, coord):
     # Only the conditional op is known to be idempotent within a step.
     if self._gated:
+      if self._capture is not None:
+        session.run(self._capture)
       self._last = int(session.run(self._last_read))
 
   def before_run(self, run_context):
