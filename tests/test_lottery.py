@@ -105,6 +105,39 @@ def test_rewind_without_snapshot_fails_loudly():
       sess.run(ticket.rewind_op())
 
 
+@pytest.mark.parametrize('sparsity', [1.5, 1.0, -0.1, float('nan'), True])
+def test_prune_op_refuses_a_sparsity_outside_0_1_while_the_graph_is_built(
+    sparsity):
+  # 1.5 and 1.0 pruned every weight of the network silently.
+  tf1prune.apply_mask(tf.get_variable('fc/weights', [64, 32]), 'fc')
+  ticket = tf1prune.LotteryTicket()
+  with pytest.raises(ValueError, match=re.escape(
+      'sparsity must be in [0, 1), got %r: the fraction of each weight that '
+      'is pruned' % (sparsity,))):
+    ticket.prune_op(sparsity)
+
+
+def test_prune_op_fed_a_sparsity_outside_0_1_fails_and_keeps_the_masks():
+  w = tf.get_variable('fc/weights', [64, 32])
+  tf1prune.apply_mask(w, 'fc')
+  ticket = tf1prune.LotteryTicket()
+  (record,) = ticket.records
+  sparsity = tf.placeholder(tf.float32, [])
+  prune = ticket.prune_op(sparsity)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=re.escape('sparsity must be in [0, 1), got')):
+      sess.run(prune, {sparsity: 1.5})
+    assert sess.run(record.mask).sum() == 64 * 32
+    sess.run(prune, {sparsity: 0.75})
+    trained = sess.run(w)
+    mask = sess.run(record.mask)
+  np.testing.assert_array_equal(
+      mask, np_reference.magnitude_mask(np.abs(trained), 0.75))
+  assert mask.sum() == 512
+
+
 def test_masked_weights_that_are_not_variables_are_refused_or_skipped():
   tf1prune.apply_mask(tf.constant(np.ones((2, 2), np.float32)), 'const')
   with pytest.raises(ValueError, match='found no masked weight that is a variable'):

@@ -29,6 +29,8 @@ restart. Only masked weights that are variables are handled; others are
 skipped with a warning.
 """
 
+import numbers
+
 import tensorflow.compat.v1 as tf
 
 from tf1prune.locks import lock_records
@@ -131,9 +133,23 @@ class LotteryTicket(object):
         weight.
 
     Returns:
-      An op that also sets each threshold variable.
+      An op that also sets each threshold variable; with a tensor `sparsity`
+      outside [0, 1) it fails with InvalidArgumentError.
+
+    Raises:
+      ValueError: `sparsity` is a number outside [0, 1).
     """
-    with tf.name_scope('lottery_prune'):
+    checks = []
+    if isinstance(sparsity, numbers.Real):
+      if isinstance(sparsity, bool) or not 0.0 <= sparsity < 1.0:
+        raise ValueError('sparsity must be in [0, 1), got %r: the fraction of '
+                         'each weight that is pruned' % (sparsity,))
+    else:
+      value = tf.convert_to_tensor(sparsity)
+      checks.append(tf.Assert(
+          tf.logical_and(value >= 0.0, value < 1.0),
+          ['LotteryTicket.prune_op: sparsity must be in [0, 1), got', value]))
+    with tf.name_scope('lottery_prune'), tf.control_dependencies(checks):
       scores = [tf.abs(record.mask * var.read_value())
                 for record, var, _ in self._entries]
       if global_pruning:
