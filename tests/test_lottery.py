@@ -201,3 +201,30 @@ def test_example_script_bad_flag_is_one_line_error():
   assert result.returncode == 2
   assert result.stderr.decode().strip().splitlines() == [
       'lottery_ticket: error: --rate must be in [0, 1), got 1.5']
+
+
+def test_prune_op_keeps_the_mask_entries_under_a_lock():
+  # prune_op once pruned locked entries: the mask said 0 where the network
+  # kept using the locked value (Pruning and Keras' prune keep them).
+  w = tf.get_variable('conv/weights', [3, 3, 8, 16])
+  with tf.variable_scope('conv'):
+    kernel = tf1prune.lock(tf1prune.apply_mask(w), np.s_[:, :, 2, 3])
+  ticket = tf1prune.LotteryTicket()
+  (record,) = ticket.records
+  prune = ticket.prune_op(0.75)
+  locked = np.zeros([3, 3, 8, 16], bool)
+  locked[:, :, 2, 3] = True
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(tf1prune.capture_lock_values_op())
+    init = sess.run(w)
+    # The locked entries become the smallest magnitudes.
+    sess.run(tf.assign(w, np.where(locked, init * 1e-3, init)))
+    trained = sess.run(w)
+    sess.run(prune)
+    mask, effective = sess.run([record.mask, kernel])
+  expected = np_reference.magnitude_mask(np.abs(trained), 0.75)
+  assert expected[locked].sum() == 0
+  expected[locked] = 1.0
+  np.testing.assert_array_equal(mask, expected)
+  np.testing.assert_array_equal(effective[locked], init[locked])

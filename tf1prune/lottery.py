@@ -33,7 +33,7 @@ import numbers
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.locks import lock_records
+from tf1prune.locks import frozen_mask_regions, lock_records
 from tf1prune.masking import masked_weight_records
 from tf1prune.masks import Element, global_masks, magnitude_mask
 
@@ -132,6 +132,9 @@ class LotteryTicket(object):
       global_pruning: one threshold over all the weights, instead of one per
         weight.
 
+    Mask entries under a lock keep their value, as in `Pruning`'s update, so
+    a weight with locked entries can end a few entries off `sparsity`.
+
     Returns:
       An op that also sets each threshold variable; with a tensor `sparsity`
       outside [0, 1) it fails with InvalidArgumentError.
@@ -157,10 +160,16 @@ class LotteryTicket(object):
                              magnitude_mask)
       else:
         masks = [magnitude_mask(s, sparsity) for s in scores]
+      # Mask entries under a lock (lock(apply_mask(w))) keep their value,
+      # as in Pruning's mask update.
+      frozen = frozen_mask_regions(self.records)
       ops = []
       for (record, _, _), (mask, threshold) in zip(self._entries, masks):
-        ops.append(tf.assign(record.mask,
-                             tf.cast(mask, record.mask.dtype.base_dtype)))
+        mask = tf.cast(mask, record.mask.dtype.base_dtype)
+        if record.name in frozen:
+          mask = tf.where_v2(frozen[record.name], record.mask.read_value(),
+                             mask)
+        ops.append(tf.assign(record.mask, mask))
         ops.append(tf.assign(record.threshold, tf.cast(
             threshold, record.threshold.dtype.base_dtype)))
       return tf.group(*ops)
