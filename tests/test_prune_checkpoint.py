@@ -188,6 +188,10 @@ def _main(argv, capsys):
      2),
     (['--sparsity', 'conv1:1.5'], r'sparsity must be a number in \[0, 1\)', 2),
     (['--sparsity', '(:0.5'], "--sparsity regex '\\(' is not valid", 2),
+    # The later value won silently.
+    (['--sparsity', 'conv1/weights:0.5,conv1/weights:0.3'],
+     r"--sparsity regex 'conv1/weights' is given twice \(0\.5 and 0\.3\); "
+     r"give each regex once$", 2),
     (['--zero', 'conv2/weights'], '--zero must look like', 2),
     (['--zero', 'conv2/weights[a]'], 'each part must be an int', 2),
     ([], 'nothing to do', 2),

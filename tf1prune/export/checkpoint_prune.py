@@ -64,7 +64,8 @@ def parse_sparsity_map(text):
   """Parses 'regex:0.8,regex2:0.5' into a dict regex -> float in [0, 1).
 
   Raises:
-    CheckpointPruneError: an entry has no ':', a bad regex or sparsity.
+    CheckpointPruneError: an entry has no ':', a bad regex or sparsity, or a
+      regex given twice.
   """
   result = {}
   for entry in (text or '').split(','):
@@ -83,6 +84,10 @@ def parse_sparsity_map(text):
     if sparsity is None or not 0.0 <= sparsity < 1.0:
       raise CheckpointPruneError('--sparsity entry %r: sparsity must be a number '
                                  'in [0, 1), got %r' % (entry, value))
+    if pattern in result:
+      raise CheckpointPruneError(
+          '--sparsity regex %r is given twice (%r and %r); give each regex '
+          'once' % (pattern, result[pattern], sparsity))
     result[pattern] = sparsity
   return result
 
