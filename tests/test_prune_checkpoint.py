@@ -100,6 +100,26 @@ def test_prunes_by_magnitude_zeroes_slots_and_updates_masks(trained, tmp_path):
   assert entry['conv2/weights']['locks'] == ['conv2/lock_mask']
 
 
+def test_repeated_sparsity_flags_all_apply(trained, tmp_path, capsys):
+  # Only the last --sparsity was kept: conv1 stayed dense without a word.
+  logdir, _ = trained
+  before = _read(tf.train.latest_checkpoint(logdir))
+  out = str(tmp_path / 'pruned')
+  code, stdout, stderr = _main(
+      ['--checkpoint', logdir, '--output_dir', out, '--sparsity',
+       'conv1/weights:0.75', '--sparsity', 'conv2/weights:0.5'], capsys)
+  assert (code, stderr) == (0, '')
+  assert [line.split(' ')[0] for line in stdout.splitlines()] == [
+      'conv1/weights', 'conv2/weights', 'wrote']
+  after = _read(tf.train.latest_checkpoint(out))
+  w1 = before['conv1/weights']
+  np.testing.assert_array_equal(
+      after['conv1/mask'], np_reference.magnitude_mask(np.abs(w1), 0.75))
+  keep2 = np_reference.magnitude_mask(np.abs(before['conv2/weights']), 0.5)
+  keep2[LOCKED] = 1.0           # entries under the lock keep their mask
+  np.testing.assert_array_equal(after['conv2/mask'], keep2)
+
+
 def test_training_resumes_from_the_pruned_checkpoint(trained, tmp_path):
   logdir, effective = trained
   out = str(tmp_path / 'pruned')

@@ -31,9 +31,9 @@ def _parser():
                       help='checkpoint prefix, or a folder (its latest one)')
   parser.add_argument('--output_dir', required=True,
                       help='new folder for the pruned checkpoint (must not exist)')
-  parser.add_argument('--sparsity', default='',
+  parser.add_argument('--sparsity', action='append', default=[],
                       help="comma-separated regex:sparsity, e.g. "
-                      "'conv.*/weights:0.8,fc1/weights:0.5'")
+                      "'conv.*/weights:0.8,fc1/weights:0.5'; repeatable")
   parser.add_argument('--zero', action='append', default=[],
                       help="regex[index] entries to zero (and lock, if the graph "
                       "locks that weight), e.g. 'conv2/weights[:, :, 29, 13]'; "
@@ -48,7 +48,7 @@ def main(argv=None):
   """Runs the command; returns the exit status (0, 1 on failure, 2 on bad flags)."""
   try:
     args = _parser().parse_args(argv)
-    sparsity = parse_sparsity_map(args.sparsity)
+    sparsity = parse_sparsity_map(','.join(args.sparsity))
     zero = [parse_zero(z) for z in args.zero]
     if not sparsity and not zero:
       raise UsageError('nothing to do: give --sparsity and/or --zero')
