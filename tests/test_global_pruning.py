@@ -85,6 +85,28 @@ def test_global_masks_with_block_granularity():
   np.testing.assert_array_equal(masks[1][0], np.ones((2, 2)))
 
 
+def test_an_nm_member_keeps_its_pattern_and_the_others_rank_together():
+  # N:M ranks no scores: the update raised KeyError for the member after it
+  # (global_masks returned one result fewer than its members).
+  rs = np.random.RandomState(4)
+  nm = rs.randn(8, 3).astype(np.float32)
+  a, b = rs.randn(5, 5).astype(np.float32), rs.randn(4, 6).astype(np.float32)
+  _weights([('a', a), ('nm', nm), ('b', b)])
+  got = _update('granularity_map=[nm:2of4],global_pruning_groups=[.*]',
+                sparsity=tf.constant(0.6))
+  joint = np_reference.magnitude_mask(
+      np.concatenate([np.abs(a).ravel(), np.abs(b).ravel()]), 0.6)
+  np.testing.assert_array_equal(got[0][0].ravel(), joint[:25])
+  np.testing.assert_array_equal(got[2][0].ravel(), joint[25:])
+  kept = np.concatenate([np.abs(a).ravel(), np.abs(b).ravel()])[joint == 1]
+  assert got[0][1] == got[2][1] == kept.min()
+  groups = np.argsort(-np.abs(nm).T.reshape(-1, 4), 1, kind='stable')[:, :2]
+  want = np.zeros([6, 4], np.float32)
+  np.put_along_axis(want, groups, 1.0, 1)
+  np.testing.assert_array_equal(got[1][0], want.reshape(3, 8).T)
+  assert got[1][1] == np.abs(nm)[want.reshape(3, 8).T == 1].min()
+
+
 def test_conditional_update_with_groups_under_cond():
   rs = np.random.RandomState(2)
   _weights([('c1', rs.randn(5, 5).astype(np.float32)),

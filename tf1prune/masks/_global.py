@@ -41,23 +41,36 @@ def global_masks(members, sparsity, select):
       tensor, e.g. `thresholds.magnitude_mask`.
 
   Returns:
-    A list of (mask shaped like the weight, the shared float32 threshold).
+    A list of (mask shaped like the weight, the shared float32 threshold);
+    a member whose granularity selects nothing (`NM`) gets its own mask and
+    threshold, and the others are ranked without it.
   """
-  scores = []
+  scores, own = [], []
 
   def remember(group_scores, unused_sparsity):
     scores.append(group_scores)
     return tf.zeros_like(group_scores, tf.float32), tf.constant(0.0)
 
+  # A granularity that never calls select (N:M: a fixed pattern) has no
+  # scores to rank; it keeps its own mask and threshold.
   for weight, granularity in members:
-    granularity.compute_mask(weight, sparsity, remember)
+    before = len(scores)
+    result = granularity.compute_mask(weight, sparsity, remember)
+    own.append(None if len(scores) > before else result)
+  if not scores:
+    return own
   wide = any(s.dtype.base_dtype == tf.float64 for s in scores)
   dtype = tf.float64 if wide else tf.float32
   flat = tf.concat([tf.reshape(tf.cast(s, dtype), [-1]) for s in scores], 0)
   mask, threshold = select(flat, sparsity)
-  pieces = tf.split(mask, tf.stack([tf.size(s) for s in scores]))
+  pieces = iter(zip(tf.split(mask, tf.stack([tf.size(s) for s in scores])),
+                    scores))
   results = []
-  for (weight, granularity), piece, group_scores in zip(members, pieces, scores):
+  for (weight, granularity), result in zip(members, own):
+    if result is not None:
+      results.append(result)
+      continue
+    piece, group_scores = next(pieces)
     piece = tf.reshape(piece, tf.shape(group_scores))
 
     def given(unused_scores, unused_sparsity, piece=piece):
