@@ -165,6 +165,22 @@ def test_nm_ties_keep_the_earlier_inputs():
   assert mask[:, 0].tolist() == [1.0, 1.0, 0.0, 0.0]
 
 
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
+def test_nm_ranks_nan_above_inf_and_its_threshold_is_never_nan(dtype):
+  # Groups of 4 inputs (one column each): NaN ranks above +inf, which ranks
+  # above every finite value, equal NaNs earliest first (a NaN was kept as an
+  # inf, after an earlier inf), and the threshold is the smallest kept
+  # magnitude that is not NaN (it was NaN on TF 2.x).
+  w = np.array([[np.inf, 1.0, np.nan], [-np.nan, 2.0, 5.0],
+                [3.0, np.nan, -np.inf], [-7.0, 4.0, np.nan]], dtype)
+  (one, t_one), (two, t_two) = [
+      _masks(structured.NM(n, 4), w, [0.5])[0] for n in (1, 2)]
+  assert one.T.tolist() == [[0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 0]]
+  assert t_one == np.inf
+  assert two.T.tolist() == [[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1]]
+  assert t_two == 4.0
+
+
 def test_nm_needs_inputs_divisible_by_m_and_n_below_m():
   with pytest.raises(ValueError, match=r'2:4 sparsity .* w \(shape \[5, 3\]\)'
                      r'.* 5 is not a multiple of 4'):

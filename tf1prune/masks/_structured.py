@@ -302,15 +302,18 @@ class NM(Granularity):
   def compute_mask(self, weight, sparsity, select=None):
     """Returns (float32 mask shaped like `weight`, float32 threshold).
 
-    The threshold is the smallest kept `abs(w)` (+inf if nothing is kept).
+    The threshold is the smallest kept `abs(w)` that is not NaN (+inf if
+    there is none). NaN ranks above +inf, as in `magnitude_mask`.
     """
     shape = weight.get_shape()
     self.check_shape(shape, _name_of(weight))
     shape = shape.as_list()
     magnitudes = tf.abs(tf.cast(weight, _score_dtype(weight.dtype)))
-    magnitudes = tf.where_v2(tf.is_nan(magnitudes),
-                             tf.ones_like(magnitudes) * np.inf, magnitudes)
-    groups, perm = _to_groups(magnitudes, self.m)
+    # Compared as bit patterns, which order like the magnitudes with NaN
+    # above +inf (`tf1prune.masks._select`); a float compare of NaN is false.
+    keys = tf.bitcast(magnitudes, tf.int64 if magnitudes.dtype == tf.float64
+                      else tf.int32)
+    groups, perm = _to_groups(keys, self.m)
     row, col = groups[:, :, None], groups[:, None, :]   # entry i vs entry j
     earlier = np.tril(np.ones([self.m, self.m], bool), -1)   # j < i
     beaten_by = tf.logical_or(col > row, tf.logical_and(tf.equal(col, row),
@@ -326,9 +329,11 @@ class NM(Granularity):
       frozen = tf.cast(tf.reduce_all(kept <= self.n), tf.float32)
       new = frozen * previous + (1.0 - frozen) * new
     mask = _from_groups(new, perm, shape)
-    kept_magnitudes = tf.where_v2(mask > 0,
-                                  tf.cast(tf.abs(weight), tf.float32),
-                                  tf.ones_like(mask) * np.inf)
+    # NaN left out: TF 2.x's reduce_min returns NaN if it meets one.
+    magnitudes = tf.cast(magnitudes, tf.float32)
+    kept_magnitudes = tf.where_v2(
+        tf.logical_and(mask > 0, tf.logical_not(tf.is_nan(magnitudes))),
+        magnitudes, tf.ones_like(mask) * np.inf)
     return mask, tf.reduce_min(kept_magnitudes)
 
   def __repr__(self):
