@@ -96,6 +96,44 @@ def test_group_masks_equal_numpy_reference(factory, shape, block, importance):
     assert threshold == kept.min()
 
 
+@pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
+def test_a_max_over_a_nan_is_nan_on_every_stack(dtype):
+  # Block MAX, the 'max' importance and the coupled 'max' reduction score a
+  # group holding a NaN as NaN, so it ranks first, as l1, l2 and AVG do. TF
+  # 1.15's reduce_max skipped the NaN (the group was scored by its other
+  # entries), TF 2.x's returned it.
+  w = _int_weight((4, 6), seed=5).astype(dtype)
+  w[2, 4], w[0, 1], w[3, 0] = np.nan, np.inf, -np.nan
+  other = _int_weight((2, 6), seed=6).astype(dtype)
+  other[1, 3] = np.nan
+  sparsities = [0.3, 0.5, 0.7, 0.9]
+  for s, (mask, t) in zip(sparsities[1:], _masks(structured.Filter('max'), w,
+                                             sparsities[1:])):
+    np.testing.assert_array_equal(mask, np_group_mask(w, (4, 1), 'max', s))
+    assert t == np.inf, s    # the 3 NaN and inf filters are the top 3
+  for s, (mask, t) in zip(sparsities, _masks(structured.Block(2, 2, 'MAX'), w,
+                                             sparsities)):
+    want = np_reference.block_mask(w, (2, 2), 'MAX', s)[0]
+    np.testing.assert_array_equal(mask, want, err_msg=str(s))
+    scores = np_reference.block_scores(w, 2, 2, 'MAX')
+    kept = scores[np_reference.magnitude_mask(scores, s) == 1]
+    assert t == np.float32(np.min(kept[~np.isnan(kept)], initial=np.inf)), s
+  units = np.fmax(np.abs(w).max(0), np.abs(other).max(0))
+  units[np.isnan(np.abs(w).max(0)) | np.isnan(np.abs(other).max(0))] = np.nan
+  sparsity = tf.placeholder(tf.float32, [])
+  masks, threshold = structured.coupled_filter_masks(
+      [(tf.constant(w), -1, range(6)), (tf.constant(other), -1, range(6))], 6,
+      sparsity, magnitude_mask, importance='max', reduction='max')
+  with tf.Session() as sess:
+    for s in sparsities:
+      (got, got_other), t = sess.run([masks, threshold], {sparsity: s})
+      want = np_reference.magnitude_mask(units, s)
+      np.testing.assert_array_equal(got, np.tile(want, [4, 1]), str(s))
+      np.testing.assert_array_equal(got_other, np.tile(want, [2, 1]), str(s))
+      kept = units[want == 1]
+      assert t == np.float32(np.min(kept[~np.isnan(kept)], initial=np.inf)), s
+
+
 def test_kernel_pruning_zeroes_exactly_the_scheduled_number_of_kernels():
   w = np.random.RandomState(3).randn(5, 5, 8, 16).astype(np.float32)
   (mask, _), = _masks(structured.Kernel('l1'), w, [0.75])

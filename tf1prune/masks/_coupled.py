@@ -26,7 +26,7 @@ ranked globally like any weight (`tf1prune.masks._global.global_masks`).
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.masks._granularity import Granularity
+from tf1prune.masks._granularity import Granularity, max_magnitude
 from tf1prune.masks._select import keep_count, magnitude_mask
 
 __all__ = ['CoupledFilter', 'CoupledUnits', 'REDUCTIONS',
@@ -50,7 +50,7 @@ def _filter_norms(weight, axis, importance):
   magnitudes = tf.abs(tf.cast(weight, tf.float64 if weight.dtype.base_dtype ==
                               tf.float64 else tf.float32))
   if importance == 'max':
-    return tf.reduce_max(magnitudes, axis=others)
+    return max_magnitude(magnitudes, others)
   if importance == 'l2':
     return tf.sqrt(tf.reduce_sum(tf.square(magnitudes), axis=others))
   return tf.reduce_sum(magnitudes, axis=others)
@@ -173,7 +173,9 @@ class CoupledUnits(Granularity):
                            tf.float64))
     norms, ids = tf.concat(norms, 0), np.concatenate(self.units)
     if self.coupled.reduction == 'max':
-      scores = tf.unsorted_segment_max(norms, ids, self.num_units)
+      # Over the bit patterns, as `max_magnitude`: NaN above +inf.
+      scores = tf.bitcast(tf.unsorted_segment_max(
+          tf.bitcast(norms, tf.int64), ids, self.num_units), tf.float64)
     else:
       scores = tf.unsorted_segment_sum(norms, ids, self.num_units)
       if self.coupled.reduction == 'mean':

@@ -20,7 +20,23 @@ variables.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-__all__ = ['Granularity', 'Element', 'Block']
+__all__ = ['Granularity', 'Element', 'Block', 'max_magnitude']
+
+_BITS = {2: tf.int16, 4: tf.int32, 8: tf.int64}
+
+
+def max_magnitude(magnitudes, axis):
+  """`tf.reduce_max` of non-negative `magnitudes` (abs values) over `axis`,
+  a NaN ranking above +inf on every stack.
+
+  TF 1.15's Max skips NaN where TF 2.x's returns it, so a block or filter
+  holding a NaN weight was kept first on one stack and scored by its other
+  entries on the other. The max is taken over the bit patterns, which order
+  like the magnitudes with NaN above +inf (`tf1prune.masks._select`).
+  """
+  dtype = magnitudes.dtype.base_dtype
+  bits = tf.bitcast(magnitudes, _BITS[dtype.size])
+  return tf.bitcast(tf.reduce_max(bits, axis=axis), dtype)
 
 
 class Granularity(object):
@@ -109,7 +125,7 @@ class Block(Granularity):
     padded = tf.pad(magnitudes, [[0, nh * bh - rows], [0, nw * bw - cols]])
     blocks = tf.reshape(padded, [nh, bh, nw, bw])
     if self.pooling == 'MAX':
-      scores = tf.reduce_max(blocks, axis=[1, 3])
+      scores = max_magnitude(blocks, [1, 3])
     else:
       sizes = np.outer(np.minimum(bh, rows - bh * np.arange(nh)),
                        np.minimum(bw, cols - bw * np.arange(nw)))

@@ -35,7 +35,7 @@ parses them.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.masks._granularity import Element, Granularity
+from tf1prune.masks._granularity import Element, Granularity, max_magnitude
 
 __all__ = ['IMPORTANCES', 'Kernel', 'Filter', 'InputChannel', 'ChannelBlock',
            'NM']
@@ -100,7 +100,7 @@ def group_scores(weight, block, importance):
   blocks = tf.reshape(magnitudes, interleaved)
   axes = list(range(1, 2 * len(shape), 2))
   if importance == 'max':
-    return tf.reduce_max(blocks, axis=axes)
+    return max_magnitude(blocks, axes)
   if importance == 'l2':
     return tf.sqrt(tf.reduce_sum(tf.square(blocks), axis=axes))
   return tf.reduce_sum(blocks, axis=axes)
