@@ -225,6 +225,30 @@ def test_small_tied_scores(scores):
   _check(scores)
 
 
+@pytest.mark.parametrize('size', [20, 20000], ids=['top_k', 'radix'])
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+@pytest.mark.parametrize('known', [True, False], ids=['static', 'unknown'])
+def test_negative_zero_and_sign_bit_nan_scores(size, dtype, known):
+  # Scores >= 0 that are not an abs: -0.0 ties with 0.0 (earliest first) and
+  # the NaN of 0 * inf (sign bit set on x86) ranks above +inf. Both were
+  # read as negative ints: ranked below every score, and the radix select
+  # kept all 20000 scores at sparsity 0.5.
+  nan = np.array([0xFFC00000], np.uint32).view(np.float32)[0]
+  scores = np.tile(np.array([-0.0, 0.0, 1.0, 0.0, nan, 2.0, -0.0, np.inf,
+                             0.5, 0.0], dtype), size // 10)
+  with tf.Graph().as_default():
+    placeholder = tf.placeholder(dtype, scores.shape if known else None)
+    sparsity = tf.placeholder(tf.float32, [])
+    mask, threshold = magnitude_mask(placeholder, sparsity)
+    with tf.Session() as sess:
+      for s in (0.15, 0.5, 0.75, 0.9):
+        got, t = sess.run([mask, threshold], {placeholder: scores, sparsity: s})
+        want = np_reference.magnitude_mask(scores, s)
+        np.testing.assert_array_equal(got, want, err_msg='sparsity %r' % s)
+        kept = scores[want == 1]
+        assert t == np.min(kept[np.isfinite(kept)], initial=np.inf), s
+
+
 def test_small_float64_scores():
   scores = np.abs(np.round(_normal([200], seed=11) * 2) / 2).astype(np.float64)
   with tf.Graph().as_default(), tf.Session() as sess:

@@ -74,24 +74,22 @@ def _as_ordered_bits(scores):
 
   float64 -> a flat int64 tensor. Others -> int32 (float16 and bfloat16
   widened to float32 first): a flat tensor when the size is not static, else
-  a list of blocks (`_blocks.split`). When `scores` is `tf.abs(x)`, each block
-  is the abs of its slice of x, so no op writes a tensor of the full size
-  (`_blocks` says why that matters).
+  a list of blocks (`_blocks.split`). The sign bit is cleared (an abs): -0.0
+  is a score >= 0 and a NaN from arithmetic (0 * inf) has it set, and either
+  read as a negative int ranked below every other score. When `scores` is
+  `tf.abs(x)`, each block is the abs of its slice of x, so no op writes a
+  tensor of the full size (`_blocks` says why that matters).
   """
-  if scores.dtype == tf.float64 or not scores.shape.is_fully_defined():
-    flat = tf.reshape(scores, [-1])
-    if flat.dtype == tf.float64:
-      return tf.bitcast(flat, tf.int64)
-    return tf.bitcast(tf.cast(flat, tf.float32), tf.int32)
   source = scores
   if not tf.executing_eagerly() and scores.op.type == 'Abs':
     source = scores.op.inputs[0]
-  blocks = []
-  for block in _blocks.split(tf.reshape(source, [-1])):
-    if source is not scores:
-      block = tf.abs(block)
-    blocks.append(tf.bitcast(tf.cast(block, tf.float32), tf.int32))
-  return blocks
+  if scores.dtype == tf.float64 or not scores.shape.is_fully_defined():
+    flat = tf.reshape(scores if source is not scores else tf.abs(scores), [-1])
+    if flat.dtype == tf.float64:
+      return tf.bitcast(flat, tf.int64)
+    return tf.bitcast(tf.cast(flat, tf.float32), tf.int32)
+  return [tf.bitcast(tf.cast(tf.abs(block), tf.float32), tf.int32)
+          for block in _blocks.split(tf.reshape(source, [-1]))]
 
 
 def _as_float(bits):
@@ -115,7 +113,8 @@ def magnitude_mask(scores, sparsity, name=None):
   """Returns (mask, threshold) keeping exactly the top-k scores.
 
   Args:
-    scores: float tensor of any static shape with at least one entry, >= 0.
+    scores: float tensor of any static shape with at least one entry, >= 0
+      (-0.0 equals 0.0; NaN of either sign ranks above +inf).
     sparsity: float scalar (tensor or number) in [0, 1].
 
   Returns:
