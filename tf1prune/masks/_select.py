@@ -34,9 +34,11 @@ found from per-row tie counts, and the mask is written as `score >= t` before
 it and `score > t` after it (aligned slices, no copies of the scores).
 
 NaN scores rank above +inf, which ranks above every finite score; so NaN and
-infinite weights are kept first, and the threshold is the smallest kept finite
-score. It is never NaN: when only non-finite scores are kept it is +inf. The
-histogram method leaves non-finite scores out of its histogram and keeps them.
+infinite weights are kept first (NaNs among themselves by payload, the bits
+below the exponent, then by position), and the threshold is the smallest kept
+finite score. It is never NaN: when only non-finite scores are kept it is
++inf. The histogram method leaves non-finite scores out of its histogram and
+keeps them.
 """
 
 import tensorflow.compat.v1 as tf
