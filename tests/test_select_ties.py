@@ -249,6 +249,29 @@ def test_negative_zero_and_sign_bit_nan_scores(size, dtype, known):
         assert t == np.min(kept[np.isfinite(kept)], initial=np.inf), s
 
 
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_a_concat_of_abs_values_gets_no_second_abs(dtype):
+  # global_masks ranks the concat of its members' abs values: an abs of
+  # every block of it (the sign-bit fix) cost one more pass over all the
+  # scores of a global group (float64: one full-size tensor more).
+  rs = np.random.RandomState(3)
+  values = [rs.randn(150, 100).astype(dtype), rs.randn(80, 90).astype(dtype)]
+  values[0][4, 7], values[1][2, 3] = -0.0, np.nan
+  with tf.Graph().as_default() as graph:
+    weights = [tf.placeholder(dtype, v.shape) for v in values]
+    scores = tf.concat([tf.reshape(tf.abs(w), [-1]) for w in weights], 0)
+    built = len([op for op in graph.get_operations() if op.type == 'Abs'])
+    mask, threshold = magnitude_mask(scores, 0.7)
+    assert built == 2 == len([op for op in graph.get_operations()
+                              if op.type == 'Abs'])
+    with tf.Session() as sess:
+      got, t = sess.run([mask, threshold], dict(zip(weights, values)))
+  flat = np.concatenate([np.abs(v).ravel() for v in values])
+  want = np_reference.magnitude_mask(flat, 0.7)
+  np.testing.assert_array_equal(got, want)
+  assert t == np.float32(np.min(flat[(want == 1) & np.isfinite(flat)]))
+
+
 def test_small_float64_scores():
   scores = np.abs(np.round(_normal([200], seed=11) * 2) / 2).astype(np.float64)
   with tf.Graph().as_default(), tf.Session() as sess:

@@ -78,20 +78,46 @@ def _as_ordered_bits(scores):
   widened to float32 first): a flat tensor when the size is not static, else
   a list of blocks (`_blocks.split`). The sign bit is cleared (an abs): -0.0
   is a score >= 0 and a NaN from arithmetic (0 * inf) has it set, and either
-  read as a negative int ranked below every other score. When `scores` is
-  `tf.abs(x)`, each block is the abs of its slice of x, so no op writes a
-  tensor of the full size (`_blocks` says why that matters).
+  read as a negative int ranked below every other score; scores that are
+  an abs, or a reshape, cast or concat of abs values (`global_masks`), get
+  no second abs. When `scores` is `tf.abs(x)`, each block is the abs of its
+  slice of x, so no op writes a tensor of the full size (`_blocks` says why
+  that matters).
   """
-  source = scores
+  source, clear = scores, _sign_clear(scores)
   if not tf.executing_eagerly() and scores.op.type == 'Abs':
     source = scores.op.inputs[0]
   if scores.dtype == tf.float64 or not scores.shape.is_fully_defined():
-    flat = tf.reshape(scores if source is not scores else tf.abs(scores), [-1])
+    flat = tf.reshape(scores if clear else tf.abs(scores), [-1])
     if flat.dtype == tf.float64:
       return tf.bitcast(flat, tf.int64)
     return tf.bitcast(tf.cast(flat, tf.float32), tf.int32)
-  return [tf.bitcast(tf.cast(tf.abs(block), tf.float32), tf.int32)
-          for block in _blocks.split(tf.reshape(source, [-1]))]
+  blocks = _blocks.split(tf.reshape(source, [-1]))
+  if source is not scores or not clear:
+    blocks = [tf.abs(block) for block in blocks]
+  return [tf.bitcast(tf.cast(block, tf.float32), tf.int32) for block in blocks]
+
+
+# Ops whose output has the sign bit of each entry clear when every float
+# input has (`_sign_clear`): they move, widen or narrow floats, no arithmetic.
+_KEEPS_SIGN = ('Reshape', 'Cast', 'Identity', 'ConcatV2')
+
+
+def _sign_clear(scores):
+  """True when the graph shows that no entry of `scores` has its sign bit
+  set: an `Abs`, or a reshape, cast or concat of such (`global_masks`'
+  scores). Then `_as_ordered_bits` needs no abs (a pass over every score)."""
+  if tf.executing_eagerly():
+    return False
+  op = scores.op
+  if not scores.dtype.is_floating:
+    return False     # the abs of the smallest int is negative
+  if op.type == 'Abs':
+    return True
+  if op.type not in _KEEPS_SIGN:
+    return False
+  inputs = op.inputs[:-1] if op.type == 'ConcatV2' else op.inputs[:1]
+  return all(_sign_clear(x) for x in inputs)
 
 
 def _as_float(bits):
