@@ -107,6 +107,46 @@ def test_an_nm_member_keeps_its_pattern_and_the_others_rank_together():
   assert got[1][1] == np.abs(nm)[want.reshape(3, 8).T == 1].min()
 
 
+def _decayed_with_nm(nm_first):
+  """a, b and an N:M member in one group, threshold_decay=0.5: the masks and
+  thresholds of a and b after three updates."""
+  with tf.Graph().as_default():
+    rs = np.random.RandomState(4)
+    nm = (rs.randn(8, 3) * 10).astype(np.float32)
+    specs = [('a', rs.randn(5, 5).astype(np.float32)),
+             ('b', rs.randn(4, 6).astype(np.float32))]
+    _weights([('nm', nm)] + specs if nm_first else specs + [('nm', nm)])
+    step = tf.train.get_or_create_global_step()
+    update = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+        'target_sparsity=0.6,begin_pruning_step=0,sparsity_function_end_step=4,'
+        'pruning_frequency=1,threshold_decay=0.5,granularity_map=[nm:2of4],'
+        'global_pruning_groups=[.*]'), step).mask_update_op()
+    records = dict((r.name, r) for r in tf1prune.masked_weight_records())
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      for s in (1, 2, 3):
+        sess.run(tf.assign(step, s))
+        sess.run(update)
+      return sess.run([(records[name + '/weights'].mask,
+                        records[name + '/weights'].threshold)
+                       for name in ('a', 'b')]), dict(specs)
+
+
+def test_threshold_decay_of_a_group_averages_its_own_threshold_not_nm():
+  # With the N:M member first, the group's threshold was averaged with the
+  # N:M member's own (its smallest kept |w|): a and b kept 3 entries where
+  # they keep 27 with it last.
+  first, values = _decayed_with_nm(True)
+  last, _ = _decayed_with_nm(False)
+  (mask_a, t_a), (mask_b, t_b) = last
+  assert t_a == t_b
+  np.testing.assert_array_equal(mask_a, np.abs(values['a']) >= t_a)
+  np.testing.assert_array_equal(mask_b, np.abs(values['b']) >= t_b)
+  for (mask, t), (want, want_t) in zip(first, last):
+    assert t == want_t
+    np.testing.assert_array_equal(mask, want)
+
+
 def test_conditional_update_with_groups_under_cond():
   rs = np.random.RandomState(2)
   _weights([('c1', rs.randn(5, 5).astype(np.float32)),

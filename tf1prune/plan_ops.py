@@ -117,10 +117,14 @@ def compute_masks(plan, units, sparsity, sparsity_of, non_finite=None):
   for members in plan.global_groups(units, lambda u: u.spec.group).values():
     if not members:
       continue
+    # The last threshold of the group is that of a member it ranks: an N:M
+    # member keeps a threshold of its own (`global_masks`).
+    ranked = [u for u in members
+              if getattr(u.granularity, 'ranks_scores', True)] or members
     with tf.name_scope('global_pruning'):
       masks = global_masks(
           [(u.weights, u.granularity) for u in members], sparsity,
-          threshold_selector(plan.selection, members[0].threshold))
+          threshold_selector(plan.selection, ranked[0].threshold))
     for unit, (mask, threshold) in zip(members, masks):
       _add(results, unit, mask, threshold)
   for unit in units:

@@ -40,7 +40,13 @@ def max_magnitude(magnitudes, axis):
 
 
 class Granularity(object):
-  """Base class: one method, `compute_mask`, and what its groups are."""
+  """Base class: one method, `compute_mask`, and what its groups are.
+
+  `ranks_scores`: whether `compute_mask` ranks scores with its `select`
+  (False for a fixed pattern, `NM`: a global pruning group does not rank it).
+  """
+
+  ranks_scores = True
 
   def compute_mask(self, weight, sparsity, select):
     """Returns (float32 mask shaped like `weight`, float32 threshold)."""

@@ -282,6 +282,8 @@ class NM(Granularity):
       a multiple of `m`.
   """
 
+  ranks_scores = False
+
   def __init__(self, n, m, previous_mask=None):
     if not (isinstance(n, int) and isinstance(m, int) and 1 <= n < m):
       raise ValueError('N:M sparsity needs integers 1 <= n < m, got n=%r, m=%r' %
