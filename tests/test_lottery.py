@@ -117,6 +117,20 @@ def test_prune_op_refuses_a_sparsity_outside_0_1_while_the_graph_is_built(
     ticket.prune_op(sparsity)
 
 
+@pytest.mark.parametrize('sparsity', [np.array(1.5), np.array(-0.1),
+                                      np.array(True)])
+def test_prune_op_refuses_a_0_d_array_outside_0_1_while_the_graph_is_built(
+    sparsity):
+  # A 0-d array was taken for a tensor: the op built, and only running it
+  # failed (1.5, -0.1) or, for True, building failed in a comparison.
+  tf1prune.apply_mask(tf.get_variable('fc/weights', [64, 32]), 'fc')
+  ticket = tf1prune.LotteryTicket()
+  with pytest.raises(ValueError, match=re.escape(
+      'sparsity must be in [0, 1), got %r: the fraction of each weight that '
+      'is pruned' % (sparsity.item(),))):
+    ticket.prune_op(sparsity)
+
+
 def test_prune_op_fed_a_sparsity_outside_0_1_fails_and_keeps_the_masks():
   w = tf.get_variable('fc/weights', [64, 32])
   tf1prune.apply_mask(w, 'fc')

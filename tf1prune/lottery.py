@@ -31,6 +31,7 @@ skipped with a warning.
 
 import numbers
 
+import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.locks import frozen_mask_regions, lock_records
@@ -143,6 +144,8 @@ class LotteryTicket(object):
       ValueError: `sparsity` is a number outside [0, 1).
     """
     checks = []
+    if isinstance(sparsity, np.ndarray) and sparsity.ndim == 0:
+      sparsity = sparsity.item()     # a number: checked now, not in the run
     if isinstance(sparsity, numbers.Real):
       if isinstance(sparsity, bool) or not 0.0 <= sparsity < 1.0:
         raise ValueError('sparsity must be in [0, 1), got %r: the fraction of '
