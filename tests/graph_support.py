@@ -52,17 +52,24 @@ _RUN_Y = (
     '  np.save(sys.argv[3], s.run("y:0", {"x:0": np.load(sys.argv[2])}))\n')
 
 
-def run_in(python, graph_def, feed, directory):
+def run_in(python, graph_def, feed, directory, stderr=False):
   """Runs `y:0` of `graph_def` for `x:0` = `feed` under interpreter `python`
-  (the other TF stack), through files in `directory`; returns the output."""
+  (the other TF stack), through files in `directory`; returns the output.
+
+  stderr: also return what the process logged (errors included): TF logs
+  some errors, such as a grappler pass that failed, once per process only.
+  """
   path = os.path.join(directory, 'graph.pb')
   with open(path, 'wb') as f:
     f.write(graph_def.SerializeToString())
   x, y = os.path.join(directory, 'x.npy'), os.path.join(directory, 'y.npy')
   np.save(x, feed)
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  subprocess.check_call([python, '-c', _RUN_Y, path, x, y], env=env)
-  return np.load(y)
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='1' if stderr else '2')
+  run = subprocess.run([python, '-c', _RUN_Y, path, x, y], env=env,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+  if run.returncode:
+    raise AssertionError('%s failed:\n%s' % (python, run.stderr))
+  return (np.load(y), run.stderr) if stderr else np.load(y)
 
 
 def read_graph(path):
