@@ -311,9 +311,9 @@ def bake_masks_op(include_locks=True, graph=None):
   writes `where(lock_mask, lock_value, w)`. A `value='current'` lock not
   captured yet writes nothing at its entries (it has no value yet; the capture
   then takes what is there), so the op may run before `LockHook`. Weights that
-  are no variable
-  (tensors, partitioned variables) are left alone. The locks' own variables
-  keep the pin: baking only makes the raw variable agree with it.
+  are no variable (tensors, partitioned variables) are left alone. The locks'
+  own variables keep the pin: baking only makes the raw variable agree with
+  it.
 
   To bake every new mask, build it under the mask update:
 
