@@ -494,6 +494,17 @@ def test_bad_output_names_raise():
     shrink_graph_def(tf.get_default_graph().as_graph_def(), ['nope'])
 
 
+def test_a_graph_def_that_is_bytes_or_a_fold_borders_that_is_no_bool_raise():
+  tf.identity(tf.placeholder(tf.float32, [None, 3], name='x'), name='y')
+  graph_def = tf.get_default_graph().as_graph_def()
+  with pytest.raises(TypeError, match=r'^graph_def must be a tf\.GraphDef, '
+                     r'got bytes; parse a \.pb with tf\.GraphDef\.FromString'):
+    shrink_graph_def(graph_def.SerializeToString(), ['y'])
+  with pytest.raises(TypeError, match=r"^fold_borders must be True or False, "
+                     r"got 'no'$"):
+    shrink_graph_def(graph_def, ['y'], fold_borders='no')
+
+
 def test_shrink_pb_names_a_path_that_is_not_a_file(tmp_path):
   missing = str(tmp_path / 'missing.pb')
   with pytest.raises(ValueError, match=r"^path '%s' is not a file \(it does "

@@ -170,21 +170,28 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
 
   Returns:
     (graph_def, report): the shrunk GraphDef (the nodes the outputs need,
-    under the same names, smaller
-    weight, bias and reshape constants, batch norms folded, maybe
-    `<bias>/shrink_map` border maps (the bias node becomes a Reshape of the
-    same name), new `<conv>/shrink_ones` extra channels, or
-    `.../shrink_fold` Add nodes of a
-    `[C]` constant after a layer without a bias; no `_output_shapes`
-    attributes, attributes
-    at their default left out, so that TF 1.15 and TF 2.x both load it) and a
+    under the same names, smaller weight, bias and reshape constants, batch
+    norms folded, maybe `<bias>/shrink_map` border maps (the bias node
+    becomes a Reshape of the same name), new `<conv>/shrink_ones` extra
+    channels, or `.../shrink_fold` Add nodes of a `[C]` constant after a
+    layer without a bias; no `_output_shapes` attributes, attributes at their
+    default left out, so that TF 1.15 and TF 2.x both load it) and a
     `ShrinkReport` with per-layer parameters and FLOPs before and after, and
     where and why empty channels had to stay.
 
   Raises:
+    TypeError: `graph_def` is not a `tf.GraphDef` or `fold_borders` not a
+      bool.
     ValueError: an output name is not in the graph, `objective` is not
       'flops' or 'params', or the graph does not import.
   """
+  if not isinstance(graph_def, tf.GraphDef):
+    raise TypeError('graph_def must be a tf.GraphDef, got %s; parse a .pb '
+                    'with tf.GraphDef.FromString(data), or give its path to '
+                    'shrink_pb' % type(graph_def).__name__)
+  if not isinstance(fold_borders, bool):
+    raise TypeError('fold_borders must be True or False, got %r'
+                    % (fold_borders,))
   outputs = output_names(output_node_names)
   check_objective(objective)
   check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
