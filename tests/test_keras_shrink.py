@@ -472,6 +472,14 @@ def test_shared_layer_raises_with_the_fix():
       "shrunk); give each call its own layer")
 
 
+def test_a_fold_borders_that_is_no_bool_raises():
+  x = K.Input((4,))
+  model = K.Model(x, L.Dense(3, name='a')(x))
+  with pytest.raises(TypeError) as e:
+    tk.shrink_model(model, fold_borders='no')
+  assert str(e.value) == "fold_borders must be True or False, got 'no'"
+
+
 # ----------------------------------------------------- concat, depthwise x2 ---
 
 def test_concat_and_depth_multiplier_map_channels_at_offsets():

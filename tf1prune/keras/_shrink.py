@@ -64,7 +64,11 @@ def shrink_model(model, fold_borders=True):
     emptied channels removed, a `KerasShrinkReport`).
 
   Raises:
+    TypeError: `fold_borders` is not a bool.
     ValueError: `model` is subclassed, shares a layer between two calls,
       nests a model, or has a layer with several outputs.
   """
+  if not isinstance(fold_borders, bool):
+    raise TypeError('fold_borders must be True or False, got %r'
+                    % (fold_borders,))
   return shrink_plain(_export.strip_model(model), fold_borders)
