@@ -31,7 +31,9 @@ def setup_logging(level=logging.INFO):
     handler.setFormatter(logging.Formatter('%(asctime)s %(message)s',
                                            '%H:%M:%S'))
     LOG.addHandler(handler)
-  LOG.handlers[0].setStream(sys.stderr)  # today's stderr (tests swap it)
+  # Today's stderr (tests swap it). Not setStream: it flushes the old
+  # stream, which a test's capture may have closed.
+  LOG.handlers[0].stream = sys.stderr
   LOG.setLevel(level)
   LOG.propagate = False
 

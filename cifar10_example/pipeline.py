@@ -318,6 +318,11 @@ def _parser():
 
 def main(argv=None):
   args = _parser().parse_args(argv)
+  if args.max_steps is not None and args.max_steps < 1:
+    # 0 would read as 'not given' and train the default 3000 or
+    # 100000 steps.
+    raise ValueError('--max_steps must be >= 1, got %d; leave it out for '
+                     'the default' % args.max_steps)
   if args.download:
     cli.LOG.info('downloading CIFAR-10 from %s into %s (unless it is there)',
                  download.CIFAR10_URL, args.data_dir)

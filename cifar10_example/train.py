@@ -252,6 +252,11 @@ def _parser():
 
 def main(argv=None):
   args = _parser().parse_args(argv)
+  if args.max_steps is not None and args.max_steps < 1:
+    # 0 would read as 'not given' and train the default 3000 or
+    # 100000 steps.
+    raise ValueError('--max_steps must be >= 1, got %d; leave it out for '
+                     'the default' % args.max_steps)
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
   source = cli.load_data(args)

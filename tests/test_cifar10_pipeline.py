@@ -315,6 +315,20 @@ def test_scripts_fail_with_one_line(tmp_path, capsys):
       'error: no checkpoint to evaluate')
 
 
+@pytest.mark.parametrize('script', [train.main, pipeline.main])
+def test_max_steps_zero_is_refused_not_read_as_the_default(script, tmp_path,
+                                                           capsys):
+  """`--max_steps=0` trained the default 3000 steps (100000 on CIFAR-10)."""
+  status = cli.run(script, ['--max_steps', '0', '--data_dir',
+                            str(tmp_path / 'none'), '--train_dir' if
+                            script is train.main else '--output_dir',
+                            str(tmp_path / 'out')])
+  assert status == 2
+  assert capsys.readouterr().err == ('error: --max_steps must be >= 1, got 0; '
+                                     'leave it out for the default\n')
+  assert not os.path.exists(str(tmp_path / 'out'))
+
+
 def test_demo_refuses_output_dir_it_did_not_make(tmp_path):
   (tmp_path / 'dense').mkdir()
   with pytest.raises(ValueError, match='was not made by tf1prune_demo'):
