@@ -257,6 +257,11 @@ def main(argv=None):
     # 100000 steps.
     raise ValueError('--max_steps must be >= 1, got %d; leave it out for '
                      'the default' % args.max_steps)
+  if args.save_checkpoint_secs < 1:
+    # MonitoredTrainingSession then has no saver: not even a last checkpoint.
+    raise ValueError('--save_checkpoint_secs must be >= 1, got %d: then no '
+                     'checkpoint is written, not even the last; a large value '
+                     'writes only the last' % args.save_checkpoint_secs)
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
   source = cli.load_data(args)

@@ -329,6 +329,19 @@ def test_max_steps_zero_is_refused_not_read_as_the_default(script, tmp_path,
   assert not os.path.exists(str(tmp_path / 'out'))
 
 
+def test_save_checkpoint_secs_zero_is_refused(tmp_path, capsys):
+  """With 0 no checkpoint was written, not even the last, and the script
+  still said 'done ... checkpoints in <train_dir>'."""
+  status = cli.run(train.main, ['--save_checkpoint_secs', '0', '--max_steps',
+                                '2', '--data_dir', str(tmp_path / 'none'),
+                                '--train_dir', str(tmp_path / 'train')])
+  assert status == 2
+  assert capsys.readouterr().err == (
+      'error: --save_checkpoint_secs must be >= 1, got 0: then no checkpoint '
+      'is written, not even the last; a large value writes only the last\n')
+  assert not os.path.exists(str(tmp_path / 'train'))
+
+
 def test_demo_refuses_output_dir_it_did_not_make(tmp_path):
   (tmp_path / 'dense').mkdir()
   with pytest.raises(ValueError, match='was not made by tf1prune_demo'):
