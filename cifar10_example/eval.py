@@ -110,7 +110,9 @@ def main(argv=None):
                    r['precision'], r['correct'], r['count'], r['global_step'])
       last = path
     elif args.run_once:
-      evaluate(source, path, args.batch_size)  # raises: no checkpoint
+      raise ValueError('no checkpoint to evaluate in --checkpoint_dir=%s: '
+                       'train first, or pass the folder holding one'
+                       % args.checkpoint_dir)
     if args.run_once:
       return 0
     time.sleep(args.eval_interval_secs)

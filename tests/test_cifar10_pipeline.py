@@ -311,8 +311,9 @@ def test_scripts_fail_with_one_line(tmp_path, capsys):
                                        str(tmp_path / 'none'),
                                        '--checkpoint_dir', str(tmp_path)])
   assert status == 2
-  assert capsys.readouterr().err.splitlines()[-1].startswith(
-      'error: no checkpoint to evaluate')
+  assert capsys.readouterr().err.splitlines()[-1] == (
+      'error: no checkpoint to evaluate in --checkpoint_dir=%s: train first, '
+      'or pass the folder holding one' % tmp_path)
 
 
 @pytest.mark.parametrize('script', [train.main, pipeline.main])
