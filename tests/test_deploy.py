@@ -57,6 +57,36 @@ def test_verdicts_against_the_session_that_made_the_graph(tmp_path):
   assert cells['openvino @ TF 2.21'].detail == 'E: no'
 
 
+def test_a_nan_in_any_output_is_a_difference(tmp_path):
+  """max() over the outputs skipped a NaN after the first (nan > 0.0 is
+  False), so a NaN second output was `ok 0.0e+00`."""
+  ref = [[1.0, 2.0], [3.0, 4.0]]
+  job = 'TF 2.21/m/pb'
+
+  def result(consumer, values):
+    path = str(tmp_path / ('%s.npz' % consumer))
+    np.savez(path, *[np.asarray(v, np.float32) for v in values])
+    return dict(job=job, stack='TF 2.21', consumer=consumer, outputs=path)
+
+  nan = float('nan')
+  results = [result('tf_session', ref),
+             result('tflite', [ref[0], [3.0, nan]]),
+             result('onnxruntime', [[nan, 2.0], ref[1]]),
+             result('openvino', [ref[0], [3.0, float('inf')]])]
+  cells = {c.consumer.split(' @ ')[0]: c
+           for c in deploy._cells([_spec()], results)}
+  assert [(n, cells[n].text()) for n in sorted(cells)] == [
+      ('onnxruntime', 'WRONG inf'), ('openvino', 'WRONG inf'),
+      ('tf_session', 'ok 0.0e+00'), ('tflite', 'WRONG inf')]
+
+
+def test_nans_and_infs_where_the_reference_has_them_are_no_difference():
+  want = np.array([np.nan, np.inf, -2.0, 4.0], np.float32)
+  got = np.array([np.nan, np.inf, -2.0, 4.0004], np.float32)
+  assert deploy._relative_diff(got, want) == pytest.approx(1e-4, rel=1e-3)
+  assert deploy._relative_diff(got[::-1].copy(), want) == float('inf')
+
+
 def test_a_graph_its_own_session_cannot_run_fails_in_one_cell(tmp_path):
   results = [_result(tmp_path, 'TF 2.21/m/pb', 'TF 2.21', 'tf_session',
                      error='ValueError: bad')]

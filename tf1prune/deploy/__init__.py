@@ -116,10 +116,19 @@ def _run_worker(python, home, args, **kwargs):
 
 
 def _relative_diff(got, want):
-  scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-12)
+  """max |got - want| / max |want|; inf for another shape, or a NaN or inf
+  in one of them only (a NaN would otherwise compare as no difference in
+  the max over the outputs)."""
   if got.shape != want.shape:
     return float('inf')
-  return float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+  got, want = got.astype(np.float64), want.astype(np.float64)
+  same = (got == want) | (np.isnan(got) & np.isnan(want))
+  with np.errstate(invalid='ignore'):
+    diff = np.where(same, 0.0, np.abs(got - want))
+  diff = np.where(np.isnan(diff), np.inf, diff)
+  finite = np.abs(want[np.isfinite(want)])
+  scale = max(float(np.max(finite)) if finite.size else 0.0, 1e-12)
+  return float(np.max(diff)) / scale if diff.size else 0.0
 
 
 def _outcome(result, reference):
