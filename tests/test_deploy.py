@@ -87,6 +87,20 @@ def test_nans_and_infs_where_the_reference_has_them_are_no_difference():
   assert deploy._relative_diff(got[::-1].copy(), want) == float('inf')
 
 
+def test_a_consumer_giving_fewer_outputs_fails_in_its_cell(tmp_path):
+  """It raised KeyError 'arr_1 is not a file in the archive' and ended the
+  whole check."""
+  pb = 'TF 2.21/m/pb'
+  results = [_result(tmp_path, pb, 'TF 2.21', 'tf_session', [1.0, 2.0]),
+             _result(tmp_path, pb, 'TF 2.21', 'tflite', [1.0, 2.0])]
+  np.savez(results[0]['outputs'], np.ones(2, np.float32),
+           np.ones(3, np.float32))
+  cells = deploy._cells([_spec()], results)
+  assert [(c.consumer, c.text()) for c in cells] == [
+      ('tf_session @ TF 2.21', 'ok 0.0e+00'),
+      ('tflite @ TF 2.21', 'FAILS: gave 1 outputs for 2')]
+
+
 def test_a_graph_its_own_session_cannot_run_fails_in_one_cell(tmp_path):
   results = [_result(tmp_path, 'TF 2.21/m/pb', 'TF 2.21', 'tf_session',
                      error='ValueError: bad')]

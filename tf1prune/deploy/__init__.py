@@ -136,6 +136,9 @@ def _outcome(result, reference):
   if 'error' in result:
     return 'fails', None, result['error']
   got = np.load(result['outputs'])
+  if len(got.files) != len(reference):
+    return 'fails', None, 'gave %d outputs for %d' % (len(got.files),
+                                                      len(reference))
   diff = max(_relative_diff(got['arr_%d' % i], want)
              for i, want in enumerate(reference))
   return ('ok' if diff <= TOLERANCE else 'wrong'), diff, ''
