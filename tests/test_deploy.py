@@ -106,6 +106,9 @@ def test_a_graph_its_own_session_cannot_run_fails_in_one_cell(tmp_path):
                      error='ValueError: bad')]
   (cell,) = deploy._cells([_spec()], results)
   assert (cell.consumer, cell.status) == ('tf_session @ TF 2.21', 'fails')
+  # Its error is the reason the row has no other cell: it is shown.
+  assert cell.text() == ('FAILS: the session that made it cannot run it: '
+                         'ValueError: bad')
 
 
 def test_matrix_orders_consumers_and_prints_each_verdict():

@@ -150,11 +150,14 @@ def _cells(specs, results):
   for spec in specs:
     row = '%s (made on %s)' % (spec['name'], spec['made_on'])
     outcomes = {}
+    ref_error = 'no result'
     for variant in ('pb', 'control'):
       job = '%s/%s/%s' % (spec['made_on'], spec['name'], variant)
       ref = by_key.get((job, spec['made_on'], 'tf_session'))
       if ref is None or 'error' in ref:
         outcomes[variant] = None
+        if variant == 'pb' and ref is not None:
+          ref_error = ref['error']
         continue
       ref_npz = np.load(ref['outputs'])
       reference = [ref_npz['arr_%d' % i] for i in range(len(ref_npz.files))]
@@ -164,7 +167,8 @@ def _cells(specs, results):
               result, reference)
     if outcomes.get('pb') is None:
       cells.append(Cell(row, 'tf_session @ ' + spec['made_on'], 'fails', None,
-                        'the session that made it cannot run it'))
+                        'the session that made it cannot run it: ' +
+                        ref_error))
       continue
     control = outcomes.get('control') or {}
     for (stack, consumer), (status, diff, detail) in sorted(
