@@ -193,3 +193,17 @@ def test_a_worker_that_cannot_run_is_one_line_error(tmp_path, capsys):
                                 '--work_dir', str(tmp_path / 'cli')]) == 1
   last = capsys.readouterr().err.splitlines()[-1]
   assert last.startswith('check_deploy: error: the deploy worker under ')
+
+
+def test_a_work_dir_is_used_again(tmp_path):
+  """A second run in the same --work_dir ended in `[Errno 17] File exists:
+  .../stack0` before any worker ran."""
+  broken = tmp_path / 'python'
+  broken.write_text('#!/bin/sh\nexit 3\n')
+  broken.chmod(0o755)
+  for _ in range(2):
+    with pytest.raises(ValueError) as e:
+      deploy.check_deploy([str(broken)], str(tmp_path / 'work'),
+                          ['cnn_filter_shrunk'])
+    assert str(e.value).startswith('the deploy worker under %s failed '
+                                   '(build, exit status 3' % broken)

@@ -223,7 +223,8 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
   else:
     for i, python in enumerate(pythons):
       out = os.path.join(work_dir, 'stack%d' % i)
-      os.makedirs(out)
+      if not os.path.isdir(out):     # a work_dir may be used again
+        os.makedirs(out)
       _log('building the models with %s' % python)
       _run_worker(python, home, ['build', out,
                                  os.path.join(out, 'specs.json')] +
