@@ -207,3 +207,19 @@ def test_a_work_dir_is_used_again(tmp_path):
                           ['cnn_filter_shrunk'])
     assert str(e.value).startswith('the deploy worker under %s failed '
                                    '(build, exit status 3' % broken)
+
+
+def test_a_relative_work_dir_is_the_callers(tmp_path, monkeypatch):
+  """The workers run in <work_dir>/package: a relative work_dir was read
+  from there, so they found neither tf1prune nor their files."""
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  with tf.Graph().as_default() as graph:
+    x = tf.placeholder(tf.float32, [1, 4], name='x')
+    tf.nn.relu(x * 2.0, name='y')
+  (tmp_path / 'm.pb').write_bytes(graph.as_graph_def().SerializeToString())
+  monkeypatch.chdir(str(tmp_path))
+  cells = deploy.check_deploy([sys.executable], 'work', pb='m.pb',
+                              inputs=[['x', [1, 4]]], outputs=['y'])
+  assert [(c.consumer.split(' @ ')[0], c.status) for c in cells] == [
+      ('tf_session', 'ok'), ('tflite', 'ok')]
+  assert os.path.isfile(str(tmp_path / 'work' / 'results0.json'))

@@ -209,6 +209,9 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
   if work_dir is None:
     with tempfile.TemporaryDirectory(prefix='check_deploy_') as scratch:
       return check_deploy(pythons, scratch, models, pb, inputs, outputs)
+  # The workers run in work_dir/package: give them paths that do not depend
+  # on the folder they run in.
+  work_dir = os.path.abspath(work_dir)
   home = _package_home(work_dir)
   specs = []
   if pb is not None:
