@@ -128,7 +128,9 @@ def test_matrix_orders_consumers_and_prints_each_verdict():
 @pytest.mark.parametrize('argv,message', [
     (['--inputs=x:1,a'], "--inputs entry 'x:1,a' must look like name:1,8,8,3"),
     (['--inputs=:1,2'], "--inputs entry ':1,2' has no node name"),
-    (['--pb=m.pb'], '--pb needs --inputs and --outputs')])
+    (['--pb=m.pb'], '--pb needs --inputs and --outputs'),
+    (['--models=cnn_element,cnn,lstm'], '--models names no model cnn,lstm; '
+     'the models are %s' % ','.join(sorted(MODELS)))])
 def test_bad_flags_exit_2_with_one_line(argv, message, capsys):
   assert check_deploy_cli.main(argv) == 2
   assert capsys.readouterr().err == 'check_deploy: error: %s\n' % message

@@ -67,11 +67,18 @@ def main(argv=None):
     outputs = [o.strip() for o in args.outputs.split(',') if o.strip()]
     if args.pb and not (inputs and outputs):
       raise UsageError('--pb needs --inputs and --outputs')
+    models = [m.strip() for m in args.models.split(',') if m.strip()]
+    if models:
+      from tf1prune.deploy._models import MODELS
+      unknown = [m for m in models if m not in MODELS]
+      if unknown:
+        # Otherwise each worker fails with a KeyError traceback.
+        raise UsageError('--models names no model %s; the models are %s'
+                         % (','.join(unknown), ','.join(sorted(MODELS))))
   except UsageError as e:
     return fail(PROG, e, status=2)
   from tf1prune import deploy  # pylint: disable=g-import-not-at-top
   pythons = [sys.executable] + ([args.tf1_python] if args.tf1_python else [])
-  models = [m.strip() for m in args.models.split(',') if m.strip()]
   try:
     cells = deploy.check_deploy(pythons, args.work_dir, models or None,
                                 args.pb, inputs or None, outputs or None)
