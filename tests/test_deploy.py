@@ -197,6 +197,40 @@ def test_a_worker_that_cannot_run_is_one_line_error(tmp_path, capsys):
   assert last.startswith('check_deploy: error: the deploy worker under ')
 
 
+def test_a_consumer_that_is_not_installed_is_said_to_be_left_out(
+    tmp_path, monkeypatch, capsys):
+  """Without tf1prune[deploy] the onnxruntime and openvino columns were
+  missing from the matrix without a word, and the exit status was 0."""
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  from tf1prune.deploy import _worker  # pylint: disable=g-import-not-at-top
+  monkeypatch.setitem(sys.modules, 'tf2onnx', None)
+  monkeypatch.setitem(sys.modules, 'openvino', None)
+  jobs = tmp_path / 'jobs.json'
+  jobs.write_text('[]')
+  assert _worker.main(['run', str(jobs), str(tmp_path / 'results.json')]) == 0
+  stack = _worker.stack_name()
+  lines = capsys.readouterr().err.splitlines()
+  if tf.__version__.startswith('1.'):
+    assert lines == []      # TF 1.15 has neither converter
+  else:
+    assert lines == [
+        '[check_deploy] %s on %s is left out of the matrix: import of %s '
+        'halted; None in sys.modules (pip install "tf1prune[deploy]")'
+        % (consumer, stack, module)
+        for consumer, module in (('onnxruntime', 'tf2onnx'),
+                                 ('openvino', 'openvino'))]
+
+
+def test_no_tf1_python_is_said(monkeypatch, capsys):
+  monkeypatch.delenv('TF1PRUNE_TF1_PYTHON', raising=False)
+  monkeypatch.setattr(deploy, 'check_deploy', lambda pythons, *args: [
+      Cell('m', 'tf_session @ TF 2.21', 'ok', 0.0, '')])
+  assert check_deploy_cli.main(['--models=cnn_element']) == 0
+  assert capsys.readouterr().err == (
+      'check_deploy: no --tf1_python (or TF1PRUNE_TF1_PYTHON): TF 1.15 is '
+      'left out of the matrix\n')
+
+
 def test_a_work_dir_is_used_again(tmp_path):
   """A second run in the same --work_dir ended in `[Errno 17] File exists:
   .../stack0` before any worker ran."""

@@ -79,6 +79,9 @@ def main(argv=None):
     return fail(PROG, e, status=2)
   from tf1prune import deploy  # pylint: disable=g-import-not-at-top
   pythons = [sys.executable] + ([args.tf1_python] if args.tf1_python else [])
+  if not args.tf1_python:
+    sys.stderr.write('%s: no --tf1_python (or TF1PRUNE_TF1_PYTHON): TF 1.15 '
+                     'is left out of the matrix\n' % PROG)
   try:
     cells = deploy.check_deploy(pythons, args.work_dir, models or None,
                                 args.pb, inputs or None, outputs or None)

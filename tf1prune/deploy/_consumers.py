@@ -97,3 +97,20 @@ def available():
       continue
     found[name] = fn
   return found
+
+
+def missing():
+  """{name: why} of the TF 2.x consumers whose converter is not installed.
+
+  Empty on TF 1.15, which has none of them.
+  """
+  if tf.__version__.startswith('1.'):
+    return {}
+  gone = {}
+  for name, _, module in _ALL:
+    if module is not None:
+      try:
+        importlib.import_module(module)
+      except ImportError as e:
+        gone[name] = str(e)
+  return gone

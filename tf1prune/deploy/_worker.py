@@ -66,6 +66,10 @@ def _run(jobs_path, results_path):
   with open(jobs_path) as f:
     jobs = json.load(f)
   stack = stack_name()
+  for consumer, why in sorted(_consumers.missing().items()):
+    sys.stderr.write('[check_deploy] %s on %s is left out of the matrix: %s '
+                     '(pip install "tf1prune[deploy]")\n' % (consumer, stack,
+                                                              why))
   results = []
   for consumer, run in sorted(_consumers.available().items()):
     for job in jobs:
