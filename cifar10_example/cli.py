@@ -84,5 +84,24 @@ def run(main, argv=None):
     if not _expected(e):
       raise
     message = (getattr(e, 'message', None) or str(e) or repr(e)).strip()
-    sys.stderr.write('error: %s\n' % message.splitlines()[0])
+    sys.stderr.write('error: %s\n' % _first_line(message))
     return 2
+
+
+# The lines TF 2.x puts before an op error's own message.
+_TF2_PREAMBLE = ('Graph execution error:', 'Detected at node ', 'Node: ')
+
+
+def _first_line(message):
+  """The first line of `message` that says what went wrong.
+
+  TF 2.x starts an op error's message with 'Graph execution error:', where
+  the op was created (indented frames) and 'Node: ...'; its own text (TF 1.x:
+  the first line) follows.
+  """
+  lines = message.splitlines()
+  for line in lines:
+    if line.strip() and not line[:1].isspace() and not line.startswith(
+        _TF2_PREAMBLE):
+      return line
+  return lines[0]

@@ -343,6 +343,22 @@ def test_save_checkpoint_secs_zero_is_refused(tmp_path, capsys):
   assert not os.path.exists(str(tmp_path / 'train'))
 
 
+def test_a_tf2_op_error_is_reported_by_its_own_line(capsys):
+  """TF 2.x starts an op error with 'Graph execution error:', which was all
+  the one `error:` line said (e.g. for cifar10_eval --batch_size=0)."""
+  message = ('Graph execution error:\n\nDetected at node \'BatchDatasetV2\' '
+             'defined at (most recent call last):\n    File "eval.py", line '
+             '55, in evaluate\nNode: \'BatchDatasetV2\'\nBatch size must be '
+             'greater than zero.\n\t [[{{node BatchDatasetV2}}]]')
+
+  def main(argv):
+    raise tf.errors.InvalidArgumentError(None, None, message)
+
+  assert cli.run(main, []) == 2
+  assert capsys.readouterr().err == (
+      'error: Batch size must be greater than zero.\n')
+
+
 def test_demo_refuses_output_dir_it_did_not_make(tmp_path):
   (tmp_path / 'dense').mkdir()
   with pytest.raises(ValueError, match='was not made by tf1prune_demo'):
