@@ -258,4 +258,44 @@ def test_a_relative_work_dir_is_the_callers(tmp_path, monkeypatch):
                               inputs=[['x', [1, 4]]], outputs=['y'])
   assert [(c.consumer.split(' @ ')[0], c.status) for c in cells] == [
       ('tf_session', 'ok'), ('tflite', 'ok')]
-  assert os.path.isfile(str(tmp_path / 'work' / 'results0.json'))
+  assert os.path.isfile(str(tmp_path / 'work' / 'results0.jsonl'))
+
+
+_ABORTING_PYTHON = '''#!/bin/sh
+# {python} -m tf1prune.deploy._worker ARGS, with a tflite consumer that
+# aborts the process and a third consumer after it.
+shift 2
+exec {python} -c "
+import os, runpy, sys
+from tf1prune.deploy import _consumers
+def tflite(*args):
+  os.abort()
+_consumers.available = lambda: dict(tf_session=_consumers.tf_session,
+                                    tflite=tflite,
+                                    zz_session=_consumers.tf_session)
+_consumers.missing = dict
+sys.argv[0] = 'worker'
+runpy.run_module('tf1prune.deploy._worker', run_name='__main__')
+" "$@"
+'''
+
+
+def test_a_consumer_that_ends_its_process_fails_in_its_cell(tmp_path):
+  """It ended the whole check: 'the deploy worker ... failed (run, exit
+  status -6 ...): check that this Python has TensorFlow and the consumers
+  installed', no matrix (e.g. TF 1.15's TFLite interpreter on a 5-D Add)."""
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  python = tmp_path / 'python'
+  python.write_text(_ABORTING_PYTHON.format(python=sys.executable))
+  python.chmod(0o755)
+  with tf.Graph().as_default() as graph:
+    x = tf.placeholder(tf.float32, [1, 4], name='x')
+    tf.nn.relu(x * 2.0, name='y')
+  (tmp_path / 'm.pb').write_bytes(graph.as_graph_def().SerializeToString())
+  cells = deploy.check_deploy([str(python)], str(tmp_path / 'work'),
+                              pb=str(tmp_path / 'm.pb'),
+                              inputs=[['x', [1, 4]]], outputs=['y'])
+  assert [(c.consumer.split(' @ ')[0], c.text()) for c in cells] == [
+      ('tf_session', 'ok 0.0e+00'),
+      ('tflite', 'FAILS: it ended the process (killed by SIGABRT)'),
+      ('zz_session', 'ok 0.0e+00')]

@@ -19,6 +19,7 @@ shell: `bin/check_deploy` (it builds its venv under `.venv/` on first use).
 import collections
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -109,10 +110,23 @@ def _run_worker(python, home, args, **kwargs):
     return subprocess.run([python, '-m', 'tf1prune.deploy._worker'] + args,
                           env=env, check=True, cwd=home, **kwargs)
   except subprocess.CalledProcessError as e:
-    raise ValueError('the deploy worker under %s failed (%s, exit status %d; '
-                     'its error is printed above): check that this Python '
-                     'has TensorFlow and the consumers installed'
-                     % (python, args[0], e.returncode))
+    raise _WorkerDied('the deploy worker under %s failed (%s, exit status %d; '
+                      'its error is printed above): check that this Python '
+                      'has TensorFlow and the consumers installed'
+                      % (python, args[0], e.returncode), e.returncode)
+
+
+class _WorkerDied(ValueError):
+  """A worker process ended with an error; `status` says how."""
+
+  def __init__(self, message, returncode):
+    super(_WorkerDied, self).__init__(message)
+    self.status = 'exit status %d' % returncode
+    if returncode < 0:
+      try:
+        self.status = 'killed by %s' % signal.Signals(-returncode).name
+      except ValueError:
+        self.status = 'killed by signal %d' % -returncode
 
 
 def _relative_diff(got, want):
@@ -248,9 +262,39 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
     json.dump(jobs, f, indent=1)
   results = []
   for i, python in enumerate(pythons):
-    path = os.path.join(work_dir, 'results%d.json' % i)
+    path = os.path.join(work_dir, 'results%d.jsonl' % i)
+    if os.path.exists(path):
+      os.remove(path)
     _log('running the consumers of %s' % python)
-    _run_worker(python, home, ['run', jobs_path, path])
-    with open(path) as f:
-      results.extend(json.load(f))
+    results.extend(_run_consumers(python, home, jobs_path, path))
   return _cells(specs, results)
+
+
+def _run_consumers(python, home, jobs_path, path):
+  """Runs the `run` worker until it is done; returns its results.
+
+  A run that kills the worker (a converter or interpreter that aborts) is
+  that cell's failure: it is recorded and the worker starts again with the
+  runs left.
+  """
+  from tf1prune.deploy import _worker  # pylint: disable=g-import-not-at-top
+  while True:
+    try:
+      _run_worker(python, home, ['run', jobs_path, path])
+      break
+    except _WorkerDied as e:
+      records = _worker.read_results(path)
+      finished = set((r['consumer'], r['job']) for r in records
+                     if 'started' not in r)
+      died = [r for r in records if 'started' in r and
+              (r['consumer'], r['job']) not in finished]
+      if not died:
+        raise
+      crash = dict(died[-1])
+      del crash['started']
+      crash['error'] = 'it ended the process (%s)' % e.status
+      _log('%s on %s ended the process (%s); running the rest' % (
+          crash['consumer'], crash['stack'], e.status))
+      with open(path, 'a') as f:
+        f.write(json.dumps(crash) + '\n')
+  return [r for r in _worker.read_results(path) if 'started' not in r]

@@ -10,8 +10,9 @@
 
 `build` makes the models of `tf1prune.deploy._models` in this stack and writes
 their specs; `run` runs every consumer this stack has on every job (`pb`,
-`inputs`, `outputs`, `feeds` .npz) and writes, per job and consumer, the path
-of an .npz of outputs or the error's text; `stack` prints `stack_name()`. A
+`inputs`, `outputs`, `feeds` .npz) and appends, per job and consumer, the path
+of an .npz of outputs or the error's text to RESULTS_JSON (a JSON object a
+line), skipping those it holds already; `stack` prints `stack_name()`. A
 process per stack keeps the two TensorFlow versions apart and a crashing
 converter away from the caller.
 """
@@ -58,7 +59,21 @@ def _first_line(error):
   return '%s: %s' % (type(error).__name__, lines[0][:200] if lines else '')
 
 
+def read_results(results_path):
+  """The records of `results_path` (one JSON object a line), [] if none."""
+  if not os.path.exists(results_path):
+    return []
+  with open(results_path) as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
 def _run(jobs_path, results_path):
+  """Runs every consumer on every job, appending to `results_path`.
+
+  Before each run a `started` record is written, after it the result: if a
+  converter kills the process, the caller sees which run did, records it,
+  and starts `run` again, which skips the runs that have a result.
+  """
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
   from tf1prune.deploy import _consumers  # pylint: disable=g-import-not-at-top
   tf.disable_eager_execution()
@@ -70,28 +85,35 @@ def _run(jobs_path, results_path):
     sys.stderr.write('[check_deploy] %s on %s is left out of the matrix: %s '
                      '(pip install "tf1prune[deploy]")\n' % (consumer, stack,
                                                               why))
-  results = []
-  for consumer, run in sorted(_consumers.available().items()):
-    for job in jobs:
-      feeds = np.load(job['feeds'])
-      feeds = [feeds['arr_%d' % i] for i in range(len(job['inputs']))]
-      result = dict(job=job['id'], consumer=consumer, stack=stack)
-      try:
-        outputs = run(job['pb'], job['inputs'], job['outputs'], feeds)
-        path = os.path.join(os.path.dirname(job['feeds']), '%s.%s.%s.npz' % (
-            job['id'].replace('/', '_').replace(' ', ''), consumer,
-            stack.replace(' ', '')))
-        np.savez(path, *outputs)
-        result['outputs'] = path
-      except Exception as e:  # pylint: disable=broad-except
-        result['error'] = _first_line(e)
-        result['traceback'] = traceback.format_exc()[-2000:]
-      sys.stderr.write('[check_deploy] %s on %s: %s %s\n' % (
-          consumer, stack, os.path.basename(job['pb']),
-          'error' if 'error' in result else 'ran'))
-      results.append(result)
-  with open(results_path, 'w') as f:
-    json.dump(results, f, indent=1)
+  done = set((r['consumer'], r['job']) for r in read_results(results_path)
+             if 'started' not in r)
+  with open(results_path, 'a') as out:
+    for consumer, run in sorted(_consumers.available().items()):
+      for job in jobs:
+        if (consumer, job['id']) in done:
+          continue
+        out.write(json.dumps(dict(job=job['id'], consumer=consumer,
+                                  stack=stack, started=True)) + '\n')
+        out.flush()
+        feeds = np.load(job['feeds'])
+        feeds = [feeds['arr_%d' % i] for i in range(len(job['inputs']))]
+        result = dict(job=job['id'], consumer=consumer, stack=stack)
+        try:
+          outputs = run(job['pb'], job['inputs'], job['outputs'], feeds)
+          path = os.path.join(os.path.dirname(job['feeds']),
+                              '%s.%s.%s.npz' % (
+                                  job['id'].replace('/', '_').replace(' ', ''),
+                                  consumer, stack.replace(' ', '')))
+          np.savez(path, *outputs)
+          result['outputs'] = path
+        except Exception as e:  # pylint: disable=broad-except
+          result['error'] = _first_line(e)
+          result['traceback'] = traceback.format_exc()[-2000:]
+        sys.stderr.write('[check_deploy] %s on %s: %s %s\n' % (
+            consumer, stack, os.path.basename(job['pb']),
+            'error' if 'error' in result else 'ran'))
+        out.write(json.dumps(result) + '\n')
+        out.flush()
 
 
 def main(argv):
