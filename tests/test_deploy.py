@@ -129,6 +129,8 @@ def test_matrix_orders_consumers_and_prints_each_verdict():
     (['--inputs=x:1,a'], "--inputs entry 'x:1,a' must look like name:1,8,8,3"),
     (['--inputs=:1,2'], "--inputs entry ':1,2' has no node name"),
     (['--pb=m.pb'], '--pb needs --inputs and --outputs'),
+    (['--markdown=/no/such/dir/m.md'], "--markdown '/no/such/dir/m.md': the "
+     'folder /no/such/dir does not exist'),
     (['--models=cnn_element,cnn,lstm'], '--models names no model cnn,lstm; '
      'the models are %s' % ','.join(sorted(MODELS)))])
 def test_bad_flags_exit_2_with_one_line(argv, message, capsys):

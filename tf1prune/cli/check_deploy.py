@@ -67,6 +67,11 @@ def main(argv=None):
     outputs = [o.strip() for o in args.outputs.split(',') if o.strip()]
     if args.pb and not (inputs and outputs):
       raise UsageError('--pb needs --inputs and --outputs')
+    markdown_dir = os.path.dirname(os.path.abspath(args.markdown or '.'))
+    if args.markdown and not os.path.isdir(markdown_dir):
+      # Found only after the check ran, with a traceback.
+      raise UsageError('--markdown %r: the folder %s does not exist'
+                       % (args.markdown, markdown_dir))
     models = [m.strip() for m in args.models.split(',') if m.strip()]
     if models:
       from tf1prune.deploy._models import MODELS
