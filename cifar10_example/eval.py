@@ -104,6 +104,12 @@ def main(argv=None):
   last = None
   while True:
     path = tf.train.latest_checkpoint(args.checkpoint_dir)
+    if path is None and last is None and not args.run_once:
+      # Said once: otherwise the script waits without a word, forever if
+      # --checkpoint_dir is wrong.
+      cli.LOG.info('no checkpoint in --checkpoint_dir=%s yet: looking again '
+                   'every %d s', args.checkpoint_dir, args.eval_interval_secs)
+      last = ''
     if path and path != last:
       r = evaluate(source, path, args.batch_size, args.eval_dir)
       cli.LOG.info('%s: precision @ 1 = %.4f (%d/%d) at step %d', path,

@@ -359,6 +359,27 @@ def test_a_tf2_op_error_is_reported_by_its_own_line(capsys):
       'error: Batch size must be greater than zero.\n')
 
 
+def test_eval_says_it_waits_for_a_checkpoint(tmp_path, capsys, monkeypatch):
+  """Without --run_once and without a checkpoint it waited without a word."""
+  sleeps = []
+
+  def sleep(secs):
+    sleeps.append(secs)
+    if len(sleeps) == 2:
+      raise KeyboardInterrupt
+
+  monkeypatch.setattr(cifar10_eval.time, 'sleep', sleep)
+  status = cli.run(cifar10_eval.main, ['--data_dir', str(tmp_path / 'none'),
+                                       '--checkpoint_dir', str(tmp_path),
+                                       '--eval_interval_secs', '7'])
+  assert (status, sleeps) == (130, [7, 7])
+  lines = capsys.readouterr().err.splitlines()
+  assert [l.split(' ', 1)[1] for l in lines[1:-1]] == [
+      'no checkpoint in --checkpoint_dir=%s yet: looking again every 7 s'
+      % tmp_path]
+  assert lines[-1] == 'interrupted'
+
+
 def test_demo_refuses_output_dir_it_did_not_make(tmp_path):
   (tmp_path / 'dense').mkdir()
   with pytest.raises(ValueError, match='was not made by tf1prune_demo'):
