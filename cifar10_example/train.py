@@ -111,6 +111,11 @@ def build_training(source, batch_size=128, learning_rate=0.1,
   if batch_size < 1 or learning_rate <= 0:
     raise ValueError('batch_size must be >= 1 and learning_rate > 0, got %r '
                      'and %r' % (batch_size, learning_rate))
+  if not num_epochs_per_decay > 0 or not 0 < decay_factor <= 1:
+    # 0 made the learning rate decay at every step: no training at all.
+    raise ValueError('num_epochs_per_decay must be > 0 and decay_factor in '
+                     '(0, 1], got %r and %r' % (num_epochs_per_decay,
+                                                decay_factor))
   tf.set_random_seed(seed)
   global_step = tf.train.get_or_create_global_step()
   images, labels = tf.data.make_one_shot_iterator(

@@ -380,6 +380,20 @@ def test_eval_says_it_waits_for_a_checkpoint(tmp_path, capsys, monkeypatch):
   assert lines[-1] == 'interrupted'
 
 
+@pytest.mark.parametrize('value', ['0', '-1'])
+def test_num_epochs_per_decay_must_be_positive(value, tmp_path, capsys):
+  """0 or less decayed the learning rate x0.1 at every step: the loss did not
+  move, without a word."""
+  status = cli.run(train.main, ['--num_epochs_per_decay', value,
+                                '--max_steps', '2', '--data_dir',
+                                str(tmp_path / 'none'), '--train_dir',
+                                str(tmp_path / 'train')])
+  assert status == 2
+  assert capsys.readouterr().err.splitlines()[-1] == (
+      'error: num_epochs_per_decay must be > 0 and decay_factor in (0, 1], '
+      'got %s and 0.1' % float(value))
+
+
 def test_demo_refuses_output_dir_it_did_not_make(tmp_path):
   (tmp_path / 'dense').mkdir()
   with pytest.raises(ValueError, match='was not made by tf1prune_demo'):
