@@ -97,6 +97,11 @@ def _parser():
 
 def main(argv=None):
   args = _parser().parse_args(argv)
+  if args.eval_interval_secs < 0 and not args.run_once:
+    # Found only after the first evaluation, as 'sleep length must be
+    # non-negative'.
+    raise ValueError('--eval_interval_secs must be >= 0, got %d'
+                     % args.eval_interval_secs)
   tf.disable_eager_execution()
   tf.logging.set_verbosity(tf.logging.ERROR)
   source = cli.load_data(args)

@@ -394,6 +394,15 @@ def test_num_epochs_per_decay_must_be_positive(value, tmp_path, capsys):
       'got %s and 0.1' % float(value))
 
 
+def test_eval_interval_secs_must_not_be_negative(tmp_path, capsys):
+  status = cli.run(cifar10_eval.main, ['--data_dir', str(tmp_path / 'none'),
+                                       '--checkpoint_dir', str(tmp_path),
+                                       '--eval_interval_secs', '-5'])
+  assert status == 2
+  assert capsys.readouterr().err == (
+      'error: --eval_interval_secs must be >= 0, got -5\n')
+
+
 def test_demo_refuses_output_dir_it_did_not_make(tmp_path):
   (tmp_path / 'dense').mkdir()
   with pytest.raises(ValueError, match='was not made by tf1prune_demo'):
