@@ -6,12 +6,15 @@ through a pseudo-terminal), and print nothing of it into a pipe or with
 `--quiet`.
 """
 
+import fcntl
 import io
 import os
 import pty
 import re
+import struct
 import subprocess
 import sys
+import termios
 
 import numpy as np
 import pytest
@@ -200,3 +203,41 @@ def test_an_error_is_printed_after_the_progress_line_is_cleared(train_dir,
                    '--output_dir=' + str(tmp_path / 'a')], tty=True, status=1)
   assert re.search(r'reading variables [^\r]*\r +\rprune_checkpoint: '
                    r'error: --zero fc/weights', text), repr(text)
+
+
+def test_a_line_as_wide_as_the_terminal_drops_the_program_name_then_is_cut():
+  # On an 80-column terminal an 80-column line wraps, and '\r' rewrites
+  # only its last row: every redraw would add a row.
+  frames = {}
+  for columns in (80, 50):
+    out = _Tty()
+    times = iter([100.0, 100.0, 128.0])
+    bar = TerminalProgress(out, prog='strip_pruning_vars',
+                           clock=lambda: next(times), columns=columns)
+    bar('shrinking layers (round 1)', 0, 54, 0.0)
+    bar('shrinking layers (round 1)', 20, 54, 20 / 54.0)
+    frames[columns] = out.getvalue().split('\r')[1:]
+  assert frames[80] == [
+      'strip_pruning_vars: shrinking layers (round 1) 0/54, 0s elapsed',
+      'shrinking layers (round 1) 20/54, 28s elapsed, about 48s left  ']
+  assert frames[50] == [
+      'shrinking layers (round 1) 0/54, 0s elapsed',
+      'shrinking layers (round 1) 20/54, 28s elapsed, ab']
+
+
+def test_the_line_fits_the_width_of_the_real_terminal():
+  master, slave = pty.openpty()
+  try:
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack('HHHH', 24, 40, 0, 0))
+    with io.open(slave, 'w', closefd=False) as stream:
+      times = iter([0.0, 0.0, 3.0])
+      bar = TerminalProgress(stream, prog='prune_checkpoint',
+                             clock=lambda: next(times))
+      bar('reading variables', 0, 4, 0.0)
+      bar('reading variables', 1, 4, 0.25)
+    text = os.read(master, 4096).decode()
+  finally:
+    os.close(master)
+    os.close(slave)
+  assert text.split('\r')[1:] == ['reading variables 0/4, 0s elapsed',
+                                  'reading variables 1/4, 3s elapsed, abou']

@@ -21,10 +21,12 @@ The library functions that can take minutes (`strip_checkpoint`,
 items differ in size, as variables do: it is what the time left is
 estimated from). The console
 scripts pass `terminal_progress()`: one line on stderr, rewritten in place
-(layers done of total, time elapsed, time left), only when stderr is a
-terminal and `--quiet` is not given. Piped output stays clean.
+(layers done of total, time elapsed, time left; narrower than the
+terminal, which would wrap it), only when stderr is a terminal and `--quiet`
+is not given. Piped output stays clean.
 """
 
+import os
 import sys
 import time
 
@@ -58,13 +60,19 @@ class TerminalProgress(object):
     min_interval: seconds between redraws (the first and last item of a
       stage are always drawn).
     clock: returns the time in seconds (`time.time`).
+    columns: the terminal's width; None asks the stream's terminal at every
+      redraw. A line as wide as the terminal or wider wraps, and `\\r` then
+      rewrites only its last row: each redraw would add a row. So the line
+      is kept narrower: without `prog`, then cut.
   """
 
-  def __init__(self, stream=None, prog='', min_interval=0.2, clock=None):
+  def __init__(self, stream=None, prog='', min_interval=0.2, clock=None,
+               columns=None):
     self._stream = stream if stream is not None else sys.stderr
     self._prog = prog
     self._min_interval = min_interval
     self._clock = clock or time.time
+    self._columns = columns
     self._start = self._clock()
     self._stage, self._stage_start, self._drawn = None, self._start, None
     self._width = 0
@@ -86,10 +94,31 @@ class TerminalProgress(object):
       text += ', about %s left' % _duration(left)
     if self._prog:
       text = '%s: %s' % (self._prog, text)
+    columns = self._terminal_columns()
+    text = self._fit(text, columns)
     pad = max(0, self._width - len(text))
+    if columns:   # the padding must not wrap either (a narrowed terminal)
+      pad = max(0, min(pad, columns - 1 - len(text)))
     self._width = len(text)
     self._stream.write('\r' + text + ' ' * pad)
     self._stream.flush()
+
+  def _terminal_columns(self):
+    """The terminal's width, or None if unknown."""
+    if self._columns is not None:
+      return self._columns
+    try:
+      return os.get_terminal_size(self._stream.fileno()).columns or None
+    except (AttributeError, ValueError, OSError):
+      return None
+
+  def _fit(self, text, columns):
+    """`text`, narrower than the terminal (no `prog: `, then cut)."""
+    if not columns or columns <= 1 or len(text) < columns:
+      return text
+    if self._prog and text.startswith(self._prog + ': '):
+      text = text[len(self._prog) + 2:]
+    return text[:columns - 1]
 
   def close(self):
     """Clears the line (the program's own output follows)."""
