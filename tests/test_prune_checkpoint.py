@@ -100,6 +100,25 @@ def test_prunes_by_magnitude_zeroes_slots_and_updates_masks(trained, tmp_path):
   assert entry['conv2/weights']['locks'] == ['conv2/lock_mask']
 
 
+def test_each_weight_is_pruned_in_a_graph_of_its_own(trained, tmp_path,
+                                                    monkeypatch):
+  # In one graph for all, each run went through every earlier weight's ops:
+  # the time per weight grew with the number of weights.
+  from tf1prune import masks
+  magnitude_mask = masks.magnitude_mask
+  ops_before = []
+
+  def recording(weights, sparsity):
+    ops_before.append([op.type for op in weights.graph.get_operations()])
+    return magnitude_mask(weights, sparsity)
+
+  monkeypatch.setattr(masks, 'magnitude_mask', recording)
+  checkpoint_prune.prune_checkpoint(
+      trained[0], str(tmp_path / 'out'),
+      {'conv1/weights': 0.5, 'conv2/weights': 0.5})
+  assert ops_before == [['Placeholder'], ['Placeholder']]
+
+
 def test_repeated_sparsity_flags_all_apply(trained, tmp_path, capsys):
   # Only the last --sparsity was kept: conv1 stayed dense without a word.
   logdir, _ = trained
