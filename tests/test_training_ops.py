@@ -257,3 +257,52 @@ def test_the_default_of_a_fed_placeholder_is_not_the_model():
   assert [op.kind for op in training_ops(graph_def, ['dropped'])] == ['random']
   assert [op.op for op in training_ops(graph_def)] == ['RandomUniformInt',
                                                        'RandomUniform']
+
+
+def test_an_input_pipeline_in_place_of_a_placeholder_is_refused(tmp_path):
+  # A training script's model reads a tf.data iterator: frozen as it is, the
+  # .pb would hold the data and take no input.
+  directory = str(tmp_path / 'train')
+  data = _images(6)
+  with tf.Graph().as_default():
+    tf.train.get_or_create_global_step()
+    images = tf.data.Dataset.from_tensor_slices(data).repeat().batch(3)
+    batch = tf.data.make_one_shot_iterator(images).get_next()
+    logits = tf1prune.masked_fully_connected(
+        tf.reshape(batch, [-1, 8 * 8 * 3]), 4, activation_fn=None,
+        scope='logits')
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      sess.run(tf1prune.Pruning(sparsity=tf.constant(0.5)).mask_update_op())
+      tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'))
+  path = str(tmp_path / 'm.pb')
+  with pytest.raises(tf1prune.TrainingGraphError) as info:
+    tf1prune.strip_checkpoint(directory, [logits.op.name], path)
+  assert [(op.op, op.kind) for op in info.value.ops] == [
+      ('IteratorGetNext', 'input')]
+  message = str(info.value)
+  assert ('an input pipeline (a dataset iterator or queue) in place of an '
+          'input placeholder, e.g. IteratorGetNext (IteratorGetNext); frozen '
+          'as it is, the .pb reads its data from inside itself and takes no '
+          'input. Export an inference graph: rebuild the model with '
+          'is_training=False (on a placeholder input)') in message
+  assert not os.path.exists(path)
+  tf1prune.strip_checkpoint(directory, [logits.op.name], path,
+                            allow_training_ops=True)
+  assert os.path.exists(path)
+
+
+def test_a_queue_is_an_input_and_a_fed_iterator_is_not():
+  with tf.Graph().as_default() as g:
+    queue = tf.FIFOQueue(4, [tf.float32], shapes=[[6]])
+    tf.identity(queue.dequeue_many(2), name='from_queue')
+    iterator = tf.data.make_one_shot_iterator(
+        tf.data.Dataset.from_tensors(tf.ones([2, 6])).repeat())
+    x = tf.placeholder_with_default(iterator.get_next(), [None, 6],
+                                    name='input')
+    tf.identity(x * 2.0, name='fed')
+  graph_def = g.as_graph_def()
+  assert [(op.op, op.kind) for op in training_ops(graph_def,
+                                                  ['from_queue'])] == [
+      ('QueueDequeueManyV2', 'input')]
+  assert training_ops(graph_def, ['fed']) == []

@@ -1,4 +1,5 @@
-"""Training-mode ops in a graph to freeze: batch statistics and random ops.
+"""Training-mode ops in a graph to freeze: batch statistics, random ops and
+input pipelines.
 
     >>> import tensorflow.compat.v1 as tf
     >>> from tf1prune.export.training_ops import training_ops
@@ -21,7 +22,11 @@ in the nodes and the function library of a GraphDef:
   not listed;
 - `random`: a stateful random op (`RandomUniform`, `RandomStandardNormal`,
   `TruncatedNormal`, ...: dropout, noise layers). Stateless random ops (a
-  seed tensor) give the same values every run and are not listed.
+  seed tensor) give the same values every run and are not listed;
+- `input`: the training input in place of a placeholder, a dataset
+  iterator's `IteratorGetNext` or a queue's or reader's dequeue: frozen, the
+  `.pb` holds its data (or a reference to files) and takes no input. One
+  behind a `PlaceholderWithDefault` is fed over and is not listed.
 
 `check_inference` raises `TrainingGraphError` with what was found and how
 to export an inference graph instead.
@@ -39,19 +44,32 @@ _RANDOM_OPS = frozenset([
     'StatefulUniformFullInt', 'StatefulStandardNormal',
     'StatefulStandardNormalV2', 'StatefulTruncatedNormal',
     'StatefulRandomBinomial', 'RandomIndexShuffle'])
+_INPUT_OPS = frozenset([
+    'IteratorGetNext', 'IteratorGetNextSync', 'IteratorGetNextAsOptional',
+    'QueueDequeue', 'QueueDequeueV2', 'QueueDequeueMany', 'QueueDequeueManyV2',
+    'QueueDequeueUpTo', 'QueueDequeueUpToV2', 'ReaderRead', 'ReaderReadV2',
+    'ReaderReadUpTo', 'ReaderReadUpToV2'])
 _FUSED_BATCH_NORMS = ('FusedBatchNorm', 'FusedBatchNormV2', 'FusedBatchNormV3')
 _WHAT = {'batch_norm': 'batch norms using batch statistics (is_training=True)',
-         'random': 'random ops (dropout, noise)'}
+         'random': 'random ops (dropout, noise)',
+         'input': 'an input pipeline (a dataset iterator or queue) in place of '
+                  'an input placeholder'}
+_EFFECT = {'batch_norm': 'the same input gives other outputs from run to run '
+                         'and from batch to batch',
+           'input': 'the .pb reads its data from inside itself and takes no '
+                    'input'}
+_EFFECT['random'] = _EFFECT['batch_norm']
 
 TrainingOp = collections.namedtuple('TrainingOp', ['node', 'op', 'kind'])
 TrainingOp.__doc__ = """A training-mode op: its node name, op type and kind.
 
-`kind` is `'batch_norm'` or `'random'`; `node` is `function/node` for a node
-of a library function.
+`kind` is `'batch_norm'`, `'random'` or `'input'`; `node` is `function/node`
+for a node of a library function.
 """
 
 _FIX = ('Export an inference graph: rebuild the model with '
-        'is_training=False and freeze it with the checkpoint, '
+        'is_training=False (on a placeholder input) and freeze it with the '
+        'checkpoint, '
         'tf1prune.inference_graph_def(model_fn, checkpoint_dir, '
         'output_node_names) does it (docs/exporting.md, "Models with batch '
         'norm or dropout")')
@@ -90,6 +108,8 @@ def _nodes_ops(nodes, prefix):
     kind = None
     if node.op in _RANDOM_OPS:
       kind = 'random'
+    elif node.op in _INPUT_OPS:
+      kind = 'input'
     elif node.op in _FUSED_BATCH_NORMS:
       if 'is_training' not in node.attr or node.attr['is_training'].b:
         kind = 'batch_norm'  # is_training defaults to true.
@@ -164,12 +184,15 @@ def check_inference(graph_def, outputs, allow_training_ops=False):
   kinds = sorted(set(op.kind for op in found))
   shown = ', '.join('%s (%s)' % (op.node, op.op) for op in found[:4])
   more = ' and %d more' % (len(found) - 4) if len(found) > 4 else ''
+  effects = []
+  for kind in kinds:
+    if _EFFECT[kind] not in effects:
+      effects.append(_EFFECT[kind])
   raise TrainingGraphError(
       'the graph of outputs %s is a training graph: %d training-mode ops, '
-      '%s, e.g. %s%s; frozen '
-      'as it is, the same input gives other outputs from run to run and '
-      'from batch to batch. %s. To keep these ops anyway, pass '
+      '%s, e.g. %s%s; frozen as it is, %s. %s. To keep these ops anyway, pass '
       'allow_training_ops=True (--allow_training_ops)'
       % (', '.join(outputs), len(found),
-         ' and '.join(_WHAT[k] for k in kinds), shown, more, _FIX),
+         ' and '.join(_WHAT[k] for k in kinds), shown, more,
+         ', and '.join(effects), _FIX),
       found)
