@@ -306,3 +306,39 @@ def test_a_queue_is_an_input_and_a_fed_iterator_is_not():
                                                   ['from_queue'])] == [
       ('QueueDequeueManyV2', 'input')]
   assert training_ops(graph_def, ['fed']) == []
+
+
+def test_a_fed_dataset_with_random_augmentation_is_not_the_model(tmp_path):
+  # The docs say a pipeline behind a placeholder_with_default passes; its
+  # map function (a random flip) is a library function, which was scanned
+  # whatever the outputs read: the strip refused it as a random op.
+  directory = str(tmp_path / 'train')
+  data = _images(6)
+  with tf.Graph().as_default():
+    tf.train.get_or_create_global_step()
+    images = (tf.data.Dataset.from_tensor_slices(data)
+              .map(tf.image.random_flip_left_right).repeat().batch(3))
+    batch = tf.data.make_one_shot_iterator(images).get_next()
+    x = tf.placeholder_with_default(batch, [None, 8, 8, 3], name='images')
+    logits = tf1prune.masked_fully_connected(
+        tf.reshape(x, [-1, 8 * 8 * 3]), 4, activation_fn=None, scope='logits')
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      sess.run(tf1prune.Pruning(sparsity=tf.constant(0.5)).mask_update_op())
+      tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'))
+  path = str(tmp_path / 'm.pb')
+  tf1prune.strip_checkpoint(directory, [logits.op.name], path)
+  assert os.path.exists(path)
+
+
+def test_a_function_the_model_calls_is_still_scanned():
+  with tf.Graph().as_default() as g:
+
+    @tf.function
+    def noisy(x):
+      return tf.nn.dropout(x, rate=0.5)
+
+    x = tf.placeholder(tf.float32, [None, 4], name='x')
+    tf.identity(noisy(x), name='y')
+  assert [op.kind for op in training_ops(g.as_graph_def(), ['y'])] == [
+      'random']
