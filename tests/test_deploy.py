@@ -301,3 +301,21 @@ def test_a_consumer_that_ends_its_process_fails_in_its_cell(tmp_path):
       ('tf_session', 'ok 0.0e+00'),
       ('tflite', 'FAILS: it ended the process (killed by SIGABRT)'),
       ('zz_session', 'ok 0.0e+00')]
+
+
+def test_a_relative_python_is_the_callers(tmp_path, monkeypatch):
+  """The workers start in <work_dir>/package, where subprocess looked for a
+  relative interpreter: `--tf1_python=.venv/tf1/bin/python` failed with
+  "No such file or directory: '.venv/tf1/bin/python'" though it exists."""
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  with tf.Graph().as_default() as graph:
+    x = tf.placeholder(tf.float32, [1, 4], name='x')
+    tf.nn.relu(x * 2.0, name='y')
+  (tmp_path / 'm.pb').write_bytes(graph.as_graph_def().SerializeToString())
+  monkeypatch.chdir(str(tmp_path))
+  python = os.path.relpath(sys.executable)     # this venv's bin/ on PATH
+  assert os.path.dirname(python)
+  cells = deploy.check_deploy([python], 'work', pb='m.pb',
+                              inputs=[['x', [1, 4]]], outputs=['y'])
+  assert [(c.consumer.split(' @ ')[0], c.status) for c in cells] == [
+      ('tf_session', 'ok'), ('tflite', 'ok')]

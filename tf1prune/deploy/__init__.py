@@ -224,8 +224,11 @@ def check_deploy(pythons, work_dir=None, models=None, pb=None, inputs=None,
     with tempfile.TemporaryDirectory(prefix='check_deploy_') as scratch:
       return check_deploy(pythons, scratch, models, pb, inputs, outputs)
   # The workers run in work_dir/package: give them paths that do not depend
-  # on the folder they run in.
+  # on the folder they run in (an interpreter's too: subprocess looks for a
+  # relative one from there; a bare name is looked up on PATH).
   work_dir = os.path.abspath(work_dir)
+  pythons = [os.path.abspath(p) if os.path.dirname(p) else p
+             for p in pythons]
   home = _package_home(work_dir)
   specs = []
   if pb is not None:
