@@ -72,6 +72,10 @@ def main(argv=None):
       # Found only after the check ran, with a traceback.
       raise UsageError('--markdown %r: the folder %s does not exist'
                        % (args.markdown, markdown_dir))
+    if args.markdown and os.path.isdir(args.markdown):
+      raise UsageError('--markdown %r is a folder: give the file to write, '
+                       'e.g. %s' % (args.markdown,
+                                    os.path.join(args.markdown, 'deploy.md')))
     models = [m.strip() for m in args.models.split(',') if m.strip()]
     if models:
       from tf1prune.deploy._models import MODELS
