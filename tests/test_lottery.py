@@ -105,29 +105,20 @@ def test_rewind_without_snapshot_fails_loudly():
       sess.run(ticket.rewind_op())
 
 
-@pytest.mark.parametrize('sparsity', [1.5, 1.0, -0.1, float('nan'), True])
+@pytest.mark.parametrize('sparsity', [
+    1.5, 1.0, -0.1, float('nan'), True,
+    np.array(1.5), np.array(-0.1), np.array(True)])
 def test_prune_op_refuses_a_sparsity_outside_0_1_while_the_graph_is_built(
     sparsity):
-  # 1.5 and 1.0 pruned every weight of the network silently.
+  # 1.5 and 1.0 pruned every weight of the network silently. A 0-d array
+  # was taken for a tensor: the op built, and only running it failed (1.5,
+  # -0.1) or, for True, building failed in a comparison.
   tf1prune.apply_mask(tf.get_variable('fc/weights', [64, 32]), 'fc')
   ticket = tf1prune.LotteryTicket()
+  shown = sparsity.item() if isinstance(sparsity, np.ndarray) else sparsity
   with pytest.raises(ValueError, match=re.escape(
       'sparsity must be in [0, 1), got %r: the fraction of each weight that '
-      'is pruned' % (sparsity,))):
-    ticket.prune_op(sparsity)
-
-
-@pytest.mark.parametrize('sparsity', [np.array(1.5), np.array(-0.1),
-                                      np.array(True)])
-def test_prune_op_refuses_a_0_d_array_outside_0_1_while_the_graph_is_built(
-    sparsity):
-  # A 0-d array was taken for a tensor: the op built, and only running it
-  # failed (1.5, -0.1) or, for True, building failed in a comparison.
-  tf1prune.apply_mask(tf.get_variable('fc/weights', [64, 32]), 'fc')
-  ticket = tf1prune.LotteryTicket()
-  with pytest.raises(ValueError, match=re.escape(
-      'sparsity must be in [0, 1), got %r: the fraction of each weight that '
-      'is pruned' % (sparsity.item(),))):
+      'is pruned' % (shown,))):
     ticket.prune_op(sparsity)
 
 

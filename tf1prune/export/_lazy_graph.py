@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export import stream as _stream
-from tf1prune.export.attrs import attr_functions
+from tf1prune.export.attrs import called_functions
 from tf1prune.export.graph_index import GraphIndex
 
 _LOC = re.compile(r'^loc:@(.*)$')
@@ -173,7 +173,7 @@ class LazyGraph(object):
     graph_def = self.graph_def
     keep = GraphIndex(graph_def.node).reachable(outputs)
     kept = [node for node in graph_def.node if node.name in keep]
-    used = _used_functions(graph_def, kept)
+    used = called_functions(graph_def, kept)
     pruned = tf.GraphDef()
     pruned.versions.CopyFrom(graph_def.versions)
     for node in kept:
@@ -187,25 +187,6 @@ class LazyGraph(object):
     _drop_dangling_colocation(pruned)
     return LazyGraph(pruned, {k: v for k, v in self._values.items()
                               if k in keep})
-
-
-def _used_functions(graph_def, nodes):
-  """Names of the library functions `nodes` call, directly or not."""
-  functions = {f.signature.name: f for f in graph_def.library.function}
-  used = set()
-  stack = []
-  for node in nodes:
-    stack.extend(attr_functions(node.attr))
-    stack.append(node.op)
-  while stack:
-    name = stack.pop()
-    if name in used or name not in functions:
-      continue
-    used.add(name)
-    for node in functions[name].node_def:
-      stack.extend(attr_functions(node.attr))
-      stack.append(node.op)
-  return used
 
 
 def _drop_dangling_colocation(graph_def):

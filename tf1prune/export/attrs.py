@@ -30,6 +30,25 @@ def attr_functions(attr_map):
       yield func.name
 
 
+def called_functions(graph_def, nodes):
+  """Names of the library functions of `graph_def` that `nodes` call,
+  directly (as an op or through an attribute) or through other functions."""
+  functions = {f.signature.name: f for f in graph_def.library.function}
+  called, stack = set(), []
+  for node in nodes:
+    stack.extend(attr_functions(node.attr))
+    stack.append(node.op)
+  while stack:
+    name = stack.pop()
+    if name in called or name not in functions:
+      continue
+    called.add(name)
+    for node in functions[name].node_def:
+      stack.extend(attr_functions(node.attr))
+      stack.append(node.op)
+  return called
+
+
 def graph_op_types(graph_def):
   """Returns the set of op types used in `graph_def` and its function library.
 

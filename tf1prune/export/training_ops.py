@@ -34,7 +34,7 @@ to export an inference graph instead.
 
 import collections
 
-from tf1prune.export.attrs import attr_functions
+from tf1prune.export.attrs import called_functions
 from tf1prune.export.names import split_input
 
 _RANDOM_OPS = frozenset([
@@ -161,30 +161,12 @@ def training_ops(graph_def, outputs=None):
   found = _nodes_ops(nodes, '')
   # With outputs, only the functions those nodes call: a fed-over dataset's
   # map function (random crops, flips) is not the model either.
-  called = None if outputs is None else _called_functions(graph_def, nodes)
+  called = None if outputs is None else called_functions(graph_def, nodes)
   for function in graph_def.library.function:
     if called is None or function.signature.name in called:
       found.extend(_nodes_ops(function.node_def,
                               function.signature.name + '/'))
   return found
-
-
-def _called_functions(graph_def, nodes):
-  """Names of the library functions `nodes` call, directly or not."""
-  functions = {f.signature.name: f for f in graph_def.library.function}
-  called, stack = set(), []
-  for node in nodes:
-    stack.extend(attr_functions(node.attr))
-    stack.append(node.op)
-  while stack:
-    name = stack.pop()
-    if name in called or name not in functions:
-      continue
-    called.add(name)
-    for node in functions[name].node_def:
-      stack.extend(attr_functions(node.attr))
-      stack.append(node.op)
-  return called
 
 
 def check_inference(graph_def, outputs, allow_training_ops=False):
