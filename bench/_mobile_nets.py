@@ -229,7 +229,7 @@ def build(name, size, num_classes=10, width=0.5, batch=None):
   images = tf.placeholder(tf.float32, [batch, size, size, 3], name='images')
   compat = (contextlib.contextmanager(lambda: iter([None]))()
             if tf.__version__.startswith('1.')
-            else tf1prune.slim_compat.use_tf1prune_batch_norm())
+            else tf1prune.graph.slim_compat.use_tf1prune_batch_norm())
   with compat:
     norm = slim.batch_norm
     with slim.arg_scope([slim.conv2d, slim.separable_conv2d],

@@ -3,7 +3,7 @@
     python -m bench.shrink_resnet --quick
 
 Builds `tf_slim.nets.resnet_v1.resnet_v1_50` (1000 classes, batch norm; on TF
-2.x with `tf1prune.slim_compat.use_tf1prune_batch_norm()`) under
+2.x with `tf1prune.graph.slim_compat.use_tf1prune_batch_norm()`) under
 `tf1prune.pruning_scope()`, prunes every conv but the logits by
 `coupled_filter` at 50% with random weights and batch-norm statistics, strips
 the checkpoint and shrinks it. Reports the groups found, the shrink's
@@ -47,7 +47,7 @@ def _build(size, quick):
   from tf_slim.nets import resnet_v1  # pylint: disable=g-import-not-at-top
   images = tf.placeholder(tf.float32, [None, size, size, 3], name='images')
   compat = (contextlib.nullcontext() if tf.__version__.startswith('1.')
-            else tf1prune.slim_compat.use_tf1prune_batch_norm())
+            else tf1prune.graph.slim_compat.use_tf1prune_batch_norm())
   with compat, slim.arg_scope(resnet_v1.resnet_arg_scope()):
     with tf1prune.pruning_scope():
       if quick:

@@ -28,7 +28,7 @@ def schedule_points(hparams, max_steps, count=101):
   Returns:
     `(steps, sparsities)`, two lists.
   """
-  from tf1prune.schedule import sparsity_at  # pylint: disable=g-import-not-at-top
+  from tf1prune.plan.schedule import sparsity_at  # pylint: disable=g-import-not-at-top
   steps = [int(round(i * max_steps / float(count - 1))) for i in range(count)]
   values = [sparsity_at(s, hparams['initial_sparsity'],
                         hparams['target_sparsity'],

@@ -13,7 +13,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from tf1prune import pruning
-from tf1prune.spec import validate_hparams
+from tf1prune.plan.spec import validate_hparams
 
 
 def _hp(**values):

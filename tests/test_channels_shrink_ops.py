@@ -13,7 +13,7 @@ import tensorflow.compat.v1 as tf
 
 from graph_support import const, run
 from tf1prune.channels import RULES
-from tf1prune.export.shrink.run import shrink_graph_def
+from tf1prune.export.shrink.rounds import shrink_graph_def
 
 _TF1 = tf.__version__.startswith('1.')
 _C, _EMPTY, _SIZE = 6, [1, 4], 5

@@ -78,7 +78,7 @@ def _slim_resnet():
             resnet_v1.resnet_v1_block('block2', base_depth=8, num_units=2,
                                       stride=1)]
   compat = (contextlib.contextmanager(lambda: (yield))() if TF1
-            else tf1prune.slim_compat.use_tf1prune_batch_norm())
+            else tf1prune.graph.slim_compat.use_tf1prune_batch_norm())
   with compat, slim.arg_scope(resnet_v1.resnet_arg_scope()), \
       tf1prune.pruning_scope():
     logits, _ = resnet_v1.resnet_v1(x, blocks, 7, is_training=False,

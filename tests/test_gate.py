@@ -1,5 +1,6 @@
 """`Pruning.conditional_mask_update_op` runs nothing of the update on an idle
-step of a TF 2.x graph (`tf1prune._gate`), and stays a `tf.cond` where it
+step of a TF 2.x graph (`tf1prune.graph.conditional`), and stays a `tf.cond`
+where it
 must (control flow v1, variables on two devices, reference variables)."""
 
 import numpy as np

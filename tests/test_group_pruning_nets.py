@@ -12,7 +12,7 @@ ideally costs its FLOPs times its live input and output fractions.
 
 The nets are built with their slim arg scopes (batch norm): on TF 2.x, where
 `tf_slim.batch_norm` cannot be built, with `tf1prune.batch_norm` through
-`tf1prune.slim_compat.use_tf1prune_batch_norm()`.
+`tf1prune.graph.slim_compat.use_tf1prune_batch_norm()`.
 """
 
 import contextlib
@@ -47,7 +47,7 @@ def _build(name):
   images = tf.placeholder(tf.float32, [2, size, size, 3], name='images')
   # On TF 2.x tf_slim's batch_norm cannot be built: tf1prune's stands in.
   compat = (contextlib.nullcontext() if TF1
-            else tf1prune.slim_compat.use_tf1prune_batch_norm())
+            else tf1prune.graph.slim_compat.use_tf1prune_batch_norm())
   with compat:
     scope = (slim.arg_scope(arg_scope()) if arg_scope is not None
              else contextlib.nullcontext())

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tf1prune
-from tf1prune.spec import validate_hparams
+from tf1prune.plan.spec import validate_hparams
 
 SPEC_DEFAULTS = {
     'name': 'model_pruning',

@@ -541,7 +541,7 @@ def test_keras_layer_view_reads_the_one_channel_table():
   """Every Keras layer class and activation the shrink passes stands for a
   row of tf1prune.channels' table; softmax stops there with its reason."""
   from tf1prune.channels import RULES
-  from tf1prune.keras._shrink_view import ACTIVATION_OPS, KERAS_OPS, OP_TYPES
+  from tf1prune.keras.shrink.layers import ACTIVATION_OPS, KERAS_OPS, OP_TYPES
   for name, op in list(OP_TYPES.items()) + list(ACTIVATION_OPS.items()):
     if name == 'InputLayer':
       continue
@@ -747,7 +747,7 @@ def test_a_lora_layer_keeps_its_channels_and_its_lora_weights():
   a.enable_lora(2)
   a.lora_kernel_b.assign(np.random.RandomState(3).randn(2, 8))
   _zero_filters(a, [1, 4])
-  from tf1prune.keras._shrink_view import trace
+  from tf1prune.keras.shrink.layers import trace
   assert [c.reason for c in trace(model) if c.layer is a] == [
       'LoRA is enabled on it (its kernel is the kernel plus lora_kernel_a @ '
       'lora_kernel_b)']

@@ -112,7 +112,7 @@ def _exactly(message):
 
 
 @pytest.mark.parametrize('kwargs,error,match', [
-    # One text for graph and Keras locks (tf1prune.locks.index_mask).
+    # One text for graph and Keras locks (tf1prune.graph.locks.index_mask).
     (dict(), ValueError, _exactly(
         'weight conv/weights needs index= (a NumPy index such as np.s_[:, 0], '
         'or ... for every entry) or mask= (a bool array of shape [3, 3, 4, '

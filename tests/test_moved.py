@@ -30,8 +30,8 @@ def test_old_import_path_is_the_new_module_and_warns(old, new):
 
 def test_public_path_names_the_package_of_a_private_module():
   assert _moved.public_path('tf1prune.masks._select') == 'tf1prune.masks'
-  assert _moved.public_path('tf1prune.export.shrink.run') == \
-      'tf1prune.export.shrink.run'
+  assert _moved.public_path('tf1prune.export.shrink.rounds') == \
+      'tf1prune.export.shrink.rounds'
 
 
 def test_documented_old_names_import():
@@ -52,18 +52,18 @@ def test_unknown_module_still_fails():
 
 
 def test_moved_name_warns_and_is_the_new_one():
-  import tf1prune.hparams
-  import tf1prune.spec
+  import tf1prune.plan.hparams
+  import tf1prune.plan.spec
   with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter('always')
-    old = tf1prune.hparams.validate_hparams
-  assert old is tf1prune.spec.validate_hparams
+    old = tf1prune.plan.hparams.validate_hparams
+  assert old is tf1prune.plan.spec.validate_hparams
   assert [w.category for w in caught] == [DeprecationWarning]
   message = str(caught[0].message)
-  assert 'tf1prune.spec' in message and _moved.REMOVED_IN in message
+  assert 'tf1prune.plan.spec' in message and _moved.REMOVED_IN in message
 
 
 def test_unknown_name_of_a_module_with_moved_names_still_fails():
-  import tf1prune.hparams
+  import tf1prune.plan.hparams
   with pytest.raises(AttributeError, match='no_such_name'):
-    getattr(tf1prune.hparams, 'no_such_name')
+    getattr(tf1prune.plan.hparams, 'no_such_name')

@@ -323,9 +323,10 @@ def _tf1prune_imports(module):
 def test_hparams_spec_and_plan_depend_one_way():
   # _moved (the old name validate_hparams, imported from spec when asked for)
   # imports no tf1prune module itself.
-  assert _tf1prune_imports('hparams') == {'tf1prune._moved'}
+  assert _tf1prune_imports('plan/hparams') == {'tf1prune._moved'}
   assert _tf1prune_imports('_moved') == set()
-  assert 'tf1prune.hparams' in _tf1prune_imports('spec')
-  assert 'tf1prune.plan' in _tf1prune_imports('spec')
-  plan = _tf1prune_imports('plan')
-  assert not plan & {'tf1prune.spec', 'tf1prune.hparams', 'tf1prune.pruning'}
+  assert 'tf1prune.plan.hparams' in _tf1prune_imports('plan/spec')
+  assert 'tf1prune.plan.pruning_plan' in _tf1prune_imports('plan/spec')
+  plan = _tf1prune_imports('plan/pruning_plan')
+  assert not plan & {'tf1prune.plan.spec', 'tf1prune.plan.hparams',
+                     'tf1prune.training.pruning'}

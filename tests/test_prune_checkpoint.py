@@ -10,6 +10,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
+from tf1prune.cli import checkpoint_flags
 from tf1prune.cli import prune_checkpoint as prune_checkpoint_cli
 from tf1prune.export import checkpoint_prune
 import np_reference
@@ -208,11 +209,11 @@ def test_without_meta_graph_masks_are_found_by_name(trained, tmp_path):
 
 
 def test_parse_helpers():
-  assert checkpoint_prune.parse_sparsity_map('a:0.5, b/c$:0.9,') == {
+  assert checkpoint_flags.parse_sparsity_map('a:0.5, b/c$:0.9,') == {
       'a': 0.5, 'b/c$': 0.9}
-  assert checkpoint_prune.parse_zero('conv2/weights[:, :, 29, 13]') == (
+  assert checkpoint_flags.parse_zero('conv2/weights[:, :, 29, 13]') == (
       'conv2/weights', (slice(None), slice(None), 29, 13))
-  assert checkpoint_prune.parse_index('..., 1:5:2, -1') == (
+  assert checkpoint_flags.parse_index('..., 1:5:2, -1') == (
       Ellipsis, slice(1, 5, 2), -1)
 
 

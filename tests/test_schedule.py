@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1prune.schedule import sparsity_at, sparsity_tensor
+from tf1prune.plan.schedule import sparsity_at, sparsity_tensor
 import np_reference
 
 STEPS = [-50, 0, 1, 10, 37, 50, 99, 100, 101, 250, 10000]

@@ -9,7 +9,7 @@ import tensorflow.compat.v1 as tf
 from graph_support import const as _const, consts as _consts, run as _run, run_in
 import tf1prune
 from tf1prune.export import graph_io
-from tf1prune.export.shrink.run import shrink_graph_def
+from tf1prune.export.shrink.rounds import shrink_graph_def
 from tf1prune.export.shrink.padding import constant_response, conv_pads
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from graph_support import const as _const, consts as _consts, run as _run
-from tf1prune.export.shrink.run import shrink_graph_def
+from tf1prune.export.shrink.rounds import shrink_graph_def
 
 
 

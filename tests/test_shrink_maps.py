@@ -11,7 +11,7 @@ import tensorflow.compat.v1 as tf
 from graph_support import consts as _consts, run as _run
 from tf1prune import deploy
 from tf1prune.export import graph_io
-from tf1prune.export.shrink.run import shrink_graph_def
+from tf1prune.export.shrink.rounds import shrink_graph_def
 
 
 def _masked(name, shape, empty, initializer):

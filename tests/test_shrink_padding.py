@@ -5,7 +5,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from graph_support import const as _const, consts as _consts, run as _run
-from tf1prune.export.shrink.run import shrink_graph_def
+from tf1prune.export.shrink.rounds import shrink_graph_def
 
 
 def _block(rs, removed=10, channels=16, outputs=4, size=5, batch=None):

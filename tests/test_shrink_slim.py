@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export.shrink.run import shrink_graph_def
+from tf1prune.export.shrink.rounds import shrink_graph_def
 
 pytestmark = pytest.mark.skipif(
     not tf.__version__.startswith('1.'),

@@ -7,7 +7,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from graph_support import const as _const, run as _run, run_in
-from tf1prune.export.shrink.run import shrink_graph_def
+from tf1prune.export.shrink.rounds import shrink_graph_def
 from tf1prune.export.shrink.prepare import fold_constants
 
 

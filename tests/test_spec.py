@@ -8,7 +8,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune.spec import validate_hparams
+from tf1prune.plan.spec import validate_hparams
 from tf1prune.masks import NM, Block, ChannelBlock, Element, Filter, Kernel
 import np_reference
 

@@ -6,7 +6,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from tf1prune import masks as structured
-from tf1prune import spec as spec_module
+from tf1prune.plan import spec as spec_module
 from tf1prune.masks import magnitude_mask
 import np_reference
 

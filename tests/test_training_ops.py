@@ -26,7 +26,7 @@ _TF2 = not tf.__version__.startswith('1.')
 def _slim_batch_norm():
   """On TF 2.x slim.batch_norm needs slim_compat (docs/exporting.md)."""
   if _TF2:
-    return tf1prune.slim_compat.use_tf1prune_batch_norm()
+    return tf1prune.graph.slim_compat.use_tf1prune_batch_norm()
   return contextlib.contextmanager(lambda: (yield))()
 
 

@@ -34,42 +34,47 @@ except ImportError as _error:
 del _sys, _tf
 
 from tf1prune import _moved
-# tf1prune.slim_compat.use_tf1prune_batch_norm(): tf_slim.nets on TF 2.x.
-from tf1prune import slim_compat  # noqa: F401
-from tf1prune.channel_groups import (ChannelGroup, GroupMember,
-                                     find_channel_groups, format_channel_groups)
+from tf1prune.channels.training_graph import (ChannelGroup, GroupMember,
+                                              find_channel_groups,
+                                              format_channel_groups)
 from tf1prune.export import (ShrinkReport, StripReport, TrainingGraphError,
                              graph_def_from_checkpoint, inference_graph_def,
                              shrink_graph_def, shrink_pb, strip_checkpoint,
                              strip_pruning_vars_fn, write_inference_graph)
-from tf1prune.hooks import PruningHook, train
-from tf1prune.hparams import HParams, get_pruning_hparams
-from tf1prune.layers import masked_conv2d, masked_convolution, masked_fully_connected
-from tf1prune.locks import (LOCK_COLLECTION, Lock, LockHook, bake_masks_op,
-                            capture_lock_values_op, lock, lock_records)
-from tf1prune.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
-                              MASKED_WEIGHT_NAME, THRESHOLD_COLLECTION,
-                              WEIGHT_COLLECTION, MaskedWeight, apply_mask,
-                              get_masked_weights, get_masks, get_thresholds,
-                              get_weight_sparsity, get_weights,
-                              masked_weight_records)
-from tf1prune.normalization import batch_norm
-from tf1prune.lottery import LotteryTicket, round_sparsity
-from tf1prune.patch import locking_scope, pruning_scope
-from tf1prune.preview import ShrinkPreviewHook, shrink_preview
-from tf1prune.pruning import Pruning
-from tf1prune.rnn_cells import LSTMStateTuple, MaskedBasicLSTMCell, MaskedLSTMCell
-from tf1prune.rnn_wrappers import DropoutWrapper, MultiRNNCell, ResidualWrapper
-from tf1prune.schedule import PolynomialDecaySparsity
-from tf1prune.spec import PruningSpec, WeightSpec
+# tf1prune.slim_compat.use_tf1prune_batch_norm(): tf_slim.nets on TF 2.x.
+from tf1prune.graph import slim_compat  # noqa: F401
+from tf1prune.graph.batch_norm import batch_norm
+from tf1prune.graph.layers import (masked_conv2d, masked_convolution,
+                                   masked_fully_connected)
+from tf1prune.graph.locks import (LOCK_COLLECTION, Lock, LockHook,
+                                  bake_masks_op, capture_lock_values_op, lock,
+                                  lock_records)
+from tf1prune.graph.masking import (MASK_COLLECTION, MASKED_WEIGHT_COLLECTION,
+                                    MASKED_WEIGHT_NAME, THRESHOLD_COLLECTION,
+                                    WEIGHT_COLLECTION, MaskedWeight,
+                                    apply_mask, get_masked_weights, get_masks,
+                                    get_thresholds, get_weight_sparsity,
+                                    get_weights, masked_weight_records)
+from tf1prune.graph.rnn_cells import (LSTMStateTuple, MaskedBasicLSTMCell,
+                                      MaskedLSTMCell)
+from tf1prune.graph.rnn_wrappers import (DropoutWrapper, MultiRNNCell,
+                                         ResidualWrapper)
+from tf1prune.graph.scopes import locking_scope, pruning_scope
+from tf1prune.plan.hparams import HParams, get_pruning_hparams
+from tf1prune.plan.schedule import PolynomialDecaySparsity, round_sparsity
+from tf1prune.plan.spec import PruningSpec, WeightSpec
+from tf1prune.training.hooks import PruningHook, train
+from tf1prune.training.lottery import LotteryTicket
+from tf1prune.training.preview import ShrinkPreviewHook, shrink_preview
+from tf1prune.training.pruning import Pruning
 
 __version__ = '0.1.0'
 
 _moved.install()
 
 __all__ = [
-    # contrib's model_pruning names (tf1prune.masking, .layers, .rnn_cells,
-    # .hparams, .pruning, .hooks, .export).
+    # contrib's model_pruning names (tf1prune.graph, .plan, .training,
+    # .export).
     'MASK_COLLECTION', 'MASKED_WEIGHT_COLLECTION', 'MASKED_WEIGHT_NAME',
     'THRESHOLD_COLLECTION', 'WEIGHT_COLLECTION',
     'apply_mask', 'get_masked_weights', 'get_masks', 'get_thresholds',
@@ -80,24 +85,25 @@ __all__ = [
     # Records, hparams, the parsed spec and the schedule.
     'HParams', 'LSTMStateTuple', 'MaskedWeight', 'masked_weight_records',
     'PolynomialDecaySparsity', 'PruningSpec', 'WeightSpec',
-    # Training loops (tf1prune.hooks).
+    # Training loops (tf1prune.training).
     'PruningHook',
-    # Stacking and wrapping RNN cells (tf1prune.rnn_wrappers).
+    # Stacking and wrapping RNN cells (tf1prune.graph.rnn_wrappers).
     'DropoutWrapper', 'MultiRNNCell', 'ResidualWrapper',
-    # Batch normalization, slim-compatible (tf1prune.normalization).
+    # Batch normalization, slim-compatible (tf1prune.graph.batch_norm).
     'batch_norm',
-    # Locks (tf1prune.locks).
+    # Locks (tf1prune.graph.locks).
     'LOCK_COLLECTION', 'Lock', 'LockHook', 'bake_masks_op',
     'capture_lock_values_op', 'lock', 'lock_records',
-    # Patching model code (tf1prune.patch).
+    # Patching model code (tf1prune.graph.scopes).
     'locking_scope', 'pruning_scope',
-    # Lottery tickets (tf1prune.lottery).
+    # Lottery tickets (tf1prune.training.lottery, tf1prune.plan.schedule).
     'LotteryTicket', 'round_sparsity',
-    # Coupled channels (tf1prune.channel_groups).
+    # Coupled channels (tf1prune.channels.training_graph).
     'ChannelGroup', 'GroupMember', 'find_channel_groups',
     'format_channel_groups',
     # Exporting, stripping and shrinking frozen graphs (tf1prune.export).
     'ShrinkReport', 'StripReport', 'shrink_graph_def', 'shrink_pb',
+    # What the shrink would remove, during training (tf1prune.training).
     'ShrinkPreviewHook', 'shrink_preview',
     'strip_checkpoint', 'TrainingGraphError', 'inference_graph_def',
     'write_inference_graph',

@@ -35,7 +35,7 @@ OLD_TO_NEW = {
     'tf1prune.graph_io': 'tf1prune.export.graph_io',
     'tf1prune.report': 'tf1prune.export._report',
     'tf1prune.resources': 'tf1prune.export.resources',
-    'tf1prune.shrink': 'tf1prune.export.shrink.run',
+    'tf1prune.shrink': 'tf1prune.export.shrink.rounds',
     'tf1prune.shrink_border': 'tf1prune.export.shrink.padding',
     'tf1prune.shrink_graph': 'tf1prune.export.shrink.frozen_graph',
     'tf1prune.shrink_report': 'tf1prune.export.shrink.report',
@@ -51,7 +51,7 @@ OLD_TO_NEW = {
     'tf1prune.export._graph_io': 'tf1prune.export.graph_io',
     'tf1prune.export._names': 'tf1prune.export.names',
     'tf1prune.export._resources': 'tf1prune.export.resources',
-    'tf1prune.export._shrink': 'tf1prune.export.shrink.run',
+    'tf1prune.export._shrink': 'tf1prune.export.shrink.rounds',
     'tf1prune.export._shrink_apply': 'tf1prune.export.shrink.rewrite',
     'tf1prune.export._shrink_border': 'tf1prune.export.shrink.padding',
     'tf1prune.export._shrink_channels': 'tf1prune.export.shrink.extra_channels',
@@ -62,12 +62,44 @@ OLD_TO_NEW = {
     'tf1prune.export._shrink_values': 'tf1prune.export.shrink.removed_values',
     'tf1prune.export._stream': 'tf1prune.export.stream',
     'tf1prune.export._table': 'tf1prune.export.table',
+    # The flat modules of release 0.1, now in the subpackages by concept.
+    'tf1prune.channel_groups': 'tf1prune.channels.training_graph',
+    'tf1prune.hooks': 'tf1prune.training.hooks',
+    'tf1prune.hparams': 'tf1prune.plan.hparams',
+    'tf1prune.layers': 'tf1prune.graph.layers',
+    'tf1prune.locks': 'tf1prune.graph.locks',
+    'tf1prune.lottery': 'tf1prune.training.lottery',
+    'tf1prune.masking': 'tf1prune.graph.masking',
+    'tf1prune.normalization': 'tf1prune.graph.batch_norm',
+    'tf1prune.patch': 'tf1prune.graph.scopes',
+    'tf1prune.plan_ops': 'tf1prune.plan.mask_update',
+    'tf1prune.preview': 'tf1prune.training.preview',
+    'tf1prune.regex_maps': 'tf1prune.plan.regex_maps',
+    'tf1prune.rnn_cells': 'tf1prune.graph.rnn_cells',
+    'tf1prune.rnn_wrappers': 'tf1prune.graph.rnn_wrappers',
+    'tf1prune.schedule': 'tf1prune.plan.schedule',
+    'tf1prune.slim_compat': 'tf1prune.graph.slim_compat',
+    'tf1prune.spec': 'tf1prune.plan.spec',
+    'tf1prune._coupled_pruning': 'tf1prune.training.coupled',
+    'tf1prune._gate': 'tf1prune.graph.conditional',
+    'tf1prune._spec_view': 'tf1prune.training.contrib_spec',
+    'tf1prune.export.shrink.run': 'tf1prune.export.shrink.rounds',
+    'tf1prune.keras._shrink': 'tf1prune.keras.shrink.model',
+    'tf1prune.keras._shrink_borders': 'tf1prune.keras.shrink.borders',
+    'tf1prune.keras._shrink_build': 'tf1prune.keras.shrink.rebuild',
+    'tf1prune.keras._shrink_plan': 'tf1prune.keras.shrink.plan',
+    'tf1prune.keras._shrink_report': 'tf1prune.keras.shrink.report',
+    'tf1prune.keras._shrink_values': 'tf1prune.keras.shrink.values',
+    'tf1prune.keras._shrink_view': 'tf1prune.keras.shrink.layers',
 }
 
 # module -> {name that moved out of it: the module that now holds it}.
 # Each module listed defines `__getattr__ = moved_names(__name__)`.
 OLD_NAMES = {
-    'tf1prune.hparams': {'validate_hparams': 'tf1prune.spec'},
+    'tf1prune.export.checkpoint_prune': {
+        name: 'tf1prune.cli.checkpoint_flags'
+        for name in ('parse_index', 'parse_sparsity_map', 'parse_zero')},
+    'tf1prune.plan.hparams': {'validate_hparams': 'tf1prune.plan.spec'},
 }
 
 

@@ -14,9 +14,9 @@ What it writes is `tf1prune.export.prune_checkpoint`'s: see its docstring.
 import sys
 
 from tf1prune.cli._common import Parser, UsageError, fail, quiet_tensorflow
+from tf1prune.cli.checkpoint_flags import parse_sparsity_map, parse_zero
 from tf1prune.export.checkpoint_prune import (CheckpointPruneError,
-                                               parse_sparsity_map, parse_zero,
-                                               prune_checkpoint)
+                                              prune_checkpoint)
 
 PROG = 'prune_checkpoint'
 

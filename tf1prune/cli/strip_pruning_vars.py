@@ -30,7 +30,6 @@ file; older ones stay as they were); the checkpoint is only read.
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -120,112 +119,24 @@ def parse_args(argv):
   return args
 
 
-def _check_writable(directory, flag):
-  if not os.path.isdir(directory):
-    raise ValueError('%s %r is not a directory' % (flag, directory))
-  if not os.access(directory, os.W_OK | os.X_OK):
-    raise ValueError('%s %r is not writable' % (flag, directory))
-
-
-def _write_json(path, data):
-  from tf1prune.export.atomic import write_atomically  # pylint: disable=g-import-not-at-top
-  with write_atomically(path) as f:
-    f.write((json.dumps(data, indent=2, sort_keys=True) + '\n').encode())
+# How write_pb's errors name its arguments: by the flags that set them.
+_FLAGS = {'output_path': '--filename', 'output_dir': '--output_dir',
+          'tflite_path': '--tflite', 'report_json': '--report_json'}
 
 
 def _run(args, progress=None):
   """Does the work; returns the report. Raises ValueError on bad input."""
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
-  from tf1prune import export  # pylint: disable=g-import-not-at-top
-  from tf1prune.export import atomic  # pylint: disable=g-import-not-at-top
-  from tf1prune.export import stream  # pylint: disable=g-import-not-at-top
+  from tf1prune.export import write_pb  # pylint: disable=g-import-not-at-top
   tf.disable_eager_execution()
   output_dir = os.path.abspath(args.output_dir or os.curdir)
-  created = None
-  if not os.path.exists(output_dir):
-    parent = output_dir
-    while not os.path.exists(parent):
-      created, parent = parent, os.path.dirname(parent)
-    _check_writable(parent, '--output_dir')
-    os.makedirs(output_dir)
-  try:
-    _check_writable(output_dir, '--output_dir')
-    for flag, value in (('--report_json', args.report_json),
-                        ('--tflite', args.tflite)):
-      if value:
-        _check_writable(os.path.dirname(os.path.abspath(value)),
-                        flag + ' directory')
-    if args.tflite and tf.__version__.startswith('1.'):
-      raise ValueError('--tflite needs TensorFlow 2.x (this is %s); with TF '
-                       '1.15 run its TFLite converter on the .pb yourself' %
-                       tf.__version__)
-    path = os.path.join(output_dir, args.filename)
-    targets = {'--filename': path}      # flag -> file, the .pb first
-    for flag, value in (('--tflite', args.tflite),
-                        ('--report_json', args.report_json)):
-      if value:
-        targets[flag] = os.path.abspath(value)
-    named = {}
-    for flag, target in targets.items():
-      if os.path.isdir(target):
-        raise ValueError('%s %r is a directory; give the path of a file to '
-                         'write' % (flag, target))
-      if target in named:
-        raise ValueError('%s and %s name the same file %r; give each its '
-                         'own' % (named[target], flag, target))
-      named[target] = flag
-    # Every file is written under a staging name and renamed last (the .pb
-    # after the others), so a run that fails leaves older files as they
-    # were and no new one; what killed runs of these files left is removed
-    # first.
-    staged = {}                         # flag -> staging file
-    try:
-      for flag, target in targets.items():
-        atomic.remove_stale_staging(target)
-        staged[flag] = atomic.staging_path(target, 'staged')
-      report = export.strip_checkpoint(args.checkpoint_dir,
-                                      args.output_node_names,
-                                      staged['--filename'],
-                                      allow_no_masks=args.allow_no_masks,
-                                      allow_training_ops=args.allow_training_ops,
-                                      progress=progress)
-      report.output_path = path
-      report.shrink_report = None
-      if args.shrink:
-        report.shrink_report = export.shrink_pb(
-            staged['--filename'], args.output_node_names,
-            objective=args.shrink_objective, progress=progress)
-        # The report describes the file written: the shrunk graph.
-        raw, gzipped = stream.file_sizes(staged['--filename'])
-        report.record_shrink(raw, gzipped,
-                             report.shrink_report.num_nodes_after)
-      report.tflite_report = None
-      if args.tflite:
-        from tf1prune.export import write_tflite  # pylint: disable=g-import-not-at-top
-        report.tflite_report = write_tflite(
-            staged['--filename'], args.output_node_names,
-            staged['--tflite'])._replace(path=args.tflite)
-      if args.report_json:
-        data = report.to_dict()
-        if report.shrink_report is not None:
-          data['shrink'] = report.shrink_report.to_dict()
-        if report.tflite_report is not None:
-          data['tflite'] = report.tflite_report._asdict()
-        _write_json(staged['--report_json'], data)
-      for flag in reversed(list(targets)):
-        os.replace(staged.pop(flag), targets[flag])
-    except BaseException:
-      for name in staged.values():
-        if os.path.exists(name):
-          os.remove(name)
-      raise
-    return report
-  except BaseException:
-    if created is not None:
-      import shutil  # pylint: disable=g-import-not-at-top
-      shutil.rmtree(created, ignore_errors=True)
-    raise
-
+  return write_pb(args.checkpoint_dir, args.output_node_names,
+                  os.path.join(output_dir, args.filename), shrink=args.shrink,
+                  shrink_objective=args.shrink_objective,
+                  tflite_path=args.tflite, report_json=args.report_json,
+                  allow_no_masks=args.allow_no_masks,
+                  allow_training_ops=args.allow_training_ops,
+                  progress=progress, argument_names=_FLAGS)
 
 
 def _close(progress):

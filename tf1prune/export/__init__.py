@@ -8,6 +8,8 @@ writes files, so it runs in a process of its own (`strip_pruning_vars`,
     >>> sorted(export.__all__)[:3]
     ['CheckpointPruneError', 'LayerShrink', 'LayerStats']
 
+- `write_pb`: the whole export `strip_pruning_vars` runs: strip, shrink,
+  TFLite and the JSON report, every file whole or not at all.
 - `strip_checkpoint`: latest checkpoint -> frozen `.pb` whose masked weights are
   constants `weight * mask`, with a `StripReport`.
 - `graph_def_from_checkpoint`, `strip_pruning_vars_fn`: the same in two steps,
@@ -40,16 +42,18 @@ from tf1prune.export.checkpoint_prune import CheckpointPruneError, prune_checkpo
 from tf1prune.export.graph_io import write_atomically
 from tf1prune.export._report import LayerStats, StripReport
 from tf1prune.export.shrink import (LayerShrink, ShrinkReport, ShrinkStop,
-                                     shrink_graph_def, shrink_pb)
+                                    shrink_graph_def, shrink_pb)
 from tf1prune.export._strip import (graph_def_from_checkpoint, strip_checkpoint,
                                     strip_pruning_vars_fn)
 from tf1prune.export.inference import inference_graph_def, write_inference_graph
 from tf1prune.export.training_ops import TrainingGraphError
 from tf1prune.export._tflite import TFLiteReport, write_tflite
+from tf1prune.export.write_pb import write_pb
 
 __all__ = ['CheckpointPruneError', 'LayerShrink', 'LayerStats', 'ShrinkReport',
            'ShrinkStop', 'StripReport', 'TrainingGraphError',
            'graph_def_from_checkpoint', 'inference_graph_def',
            'prune_checkpoint', 'shrink_graph_def', 'shrink_pb',
            'strip_checkpoint', 'strip_pruning_vars_fn', 'TFLiteReport',
-           'write_atomically', 'write_inference_graph', 'write_tflite']
+           'write_atomically', 'write_inference_graph', 'write_pb',
+           'write_tflite']

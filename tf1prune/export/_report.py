@@ -79,6 +79,10 @@ class StripReport(object):
       (`record_shrink`); None when nothing was shrunk. The dense sizes stay
       those of the unshrunk graph with the raw weights: the model before
       pruning.
+    shrink_report: the `ShrinkReport` of the shrink that made the file
+      (`write_pb(shrink=True)`), or None.
+    tflite_report: the `TFLiteReport` of the TFLite model written beside it
+      (`write_pb(tflite_path=...)`), or None.
   """
 
   def __init__(self, checkpoint, output_path, output_nodes, layers, file_bytes,
@@ -96,6 +100,8 @@ class StripReport(object):
     self.unshrunk_file_bytes = None
     self.unshrunk_file_bytes_gzip = None
     self.unshrunk_num_nodes = None
+    self.shrink_report = None
+    self.tflite_report = None
 
   def record_shrink(self, file_bytes, file_bytes_gzip, num_nodes):
     """The written file is now the shrunk graph of these sizes.
@@ -126,8 +132,10 @@ class StripReport(object):
     return 1.0 - self.total_nonzeros / float(size) if size else 0.0
 
   def to_dict(self):
-    """Returns the report as a JSON-serializable dict."""
-    return {
+    """Returns the report as a JSON-serializable dict (with the shrink's
+    report under 'shrink' and the TFLite model's under 'tflite', when
+    made)."""
+    out = {
         'checkpoint': self.checkpoint,
         'output_path': self.output_path,
         'output_nodes': list(self.output_nodes),
@@ -142,6 +150,11 @@ class StripReport(object):
         'unshrunk_file': {'bytes': self.unshrunk_file_bytes,
                           'gzip_bytes': self.unshrunk_file_bytes_gzip},
     }
+    if self.shrink_report is not None:
+      out['shrink'] = self.shrink_report.to_dict()
+    if self.tflite_report is not None:
+      out['tflite'] = self.tflite_report._asdict()
+    return out
 
   def format_table(self):
     """Returns the report as the text table the strip script prints."""

@@ -48,6 +48,7 @@ import shutil
 
 import numpy as np
 
+from tf1prune._moved import moved_names
 from tf1prune.export import _checkpoint, atomic
 from tf1prune.export.progress import notify
 
@@ -60,82 +61,18 @@ class CheckpointPruneError(ValueError):
   """A bad argument or checkpoint; the message is one line for the user."""
 
 
-def parse_sparsity_map(text):
-  """Parses 'regex:0.8,regex2:0.5' into a dict regex -> float in [0, 1).
-
-  Raises:
-    CheckpointPruneError: an entry has no ':', a bad regex or sparsity, or a
-      regex given twice.
-  """
-  result = {}
-  for entry in (text or '').split(','):
-    entry = entry.strip()
-    if not entry:
-      continue
-    pattern, sep, value = entry.rpartition(':')
-    if not sep or not pattern:
-      raise CheckpointPruneError(
-          "--sparsity entries must look like 'regex:0.8', got %r" % entry)
-    _regex(pattern, '--sparsity')
-    try:
-      sparsity = float(value)
-    except ValueError:
-      sparsity = None
-    if sparsity is None or not 0.0 <= sparsity < 1.0:
-      raise CheckpointPruneError('--sparsity entry %r: sparsity must be a number '
-                                 'in [0, 1), got %r' % (entry, value))
-    if pattern in result:
-      raise CheckpointPruneError(
-          '--sparsity regex %r is given twice (%r and %r); give each regex '
-          'once' % (pattern, result[pattern], sparsity))
-    result[pattern] = sparsity
-  return result
+# The parsers of the command's flags live in tf1prune.cli.checkpoint_flags.
+__getattr__ = moved_names(__name__)
 
 
-def _regex(pattern, flag):
+def compile_regex(pattern, flag):
+  """`re.compile(pattern)`; a bad one is a `CheckpointPruneError` naming
+  `flag`."""
   try:
     return re.compile(pattern)
   except re.error as e:
-    raise CheckpointPruneError('%s regex %r is not valid: %s' % (flag, pattern, e))
-
-
-def _index_part(text, whole):
-  text = text.strip()
-  if text == '...':
-    return Ellipsis
-  try:
-    if ':' in text:
-      bounds = [int(b) if b.strip() else None for b in text.split(':')]
-      if len(bounds) > 3:
-        raise ValueError(text)
-      return slice(*bounds)
-    return int(text)
-  except ValueError:
-    raise CheckpointPruneError('index %r: each part must be an int, a slice '
-                               'like 1:3 or ::2, or ..., got %r' % (whole, text))
-
-
-def parse_index(text):
-  """Parses a NumPy index such as ':, :, 29, 13' (no brackets) into a tuple.
-
-  Raises:
-    CheckpointPruneError: a part is not an int, a slice or '...'.
-  """
-  return tuple(_index_part(part, text) for part in text.split(','))
-
-
-def parse_zero(text):
-  """Parses 'regex[index]' into (regex, index tuple).
-
-  Raises:
-    CheckpointPruneError: no trailing '[...]', a bad regex or a bad index.
-  """
-  match = re.match(r'^(?P<name>.+)\[(?P<index>[^\[\]]*)\]\s*$', text or '')
-  if not match:
-    raise CheckpointPruneError("--zero must look like 'conv2/weights[:, :, 29, "
-                               "13]', got %r" % text)
-  _regex(match.group('name'), '--zero')
-  return match.group('name'), parse_index(match.group('index'))
+    raise CheckpointPruneError('%s regex %r is not valid: %s'
+                               % (flag, pattern, e))
 
 
 def _resolve(checkpoint):
@@ -166,8 +103,8 @@ def _graph_links(prefix, tf, names):
   masks, thresholds, locks, trainable = {}, {}, {}, None
   meta = prefix + '.meta'
   if tf.io.gfile.exists(meta):
-    from tf1prune.locks import lock_records
-    from tf1prune.masking import masked_weight_records
+    from tf1prune.graph.locks import lock_records
+    from tf1prune.graph.masking import masked_weight_records
     with tf.Graph().as_default() as graph:
       try:
         tf.train.import_meta_graph(meta, clear_devices=True)
@@ -250,7 +187,7 @@ def _match(patterns, candidates, flag, partitions=()):
   """
   hits = {}
   for pattern in patterns:
-    regex = _regex(pattern, flag)
+    regex = compile_regex(pattern, flag)
     found = [c for c in candidates if regex.search(c)]
     if not found:
       partitioned = sorted(n for n in partitions if regex.search(n))
@@ -393,7 +330,7 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None,
   report = []
   changed = sorted(set(targets) | set(zero_targets))
   selections = {}
-  from tf1prune.locks import index_mask
+  from tf1prune.masks import index_mask
   for name in changed:
     selected = np.zeros(shapes[name], bool)
     for pattern, index in zero:

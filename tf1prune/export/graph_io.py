@@ -14,8 +14,8 @@ serialization, byte counts), `atomic` (atomic files).
 # pylint: disable=unused-import
 from tf1prune.export.atomic import write_atomically
 from tf1prune.export.attrs import (attr_functions, graph_op_types, op_defs,
-                                    strip_default_attrs)
+                                   strip_default_attrs)
 from tf1prune.export._checkpoint import checkpoint_prefix, read_meta_graph
 from tf1prune.export.names import split_input
 from tf1prune.export.stream import (GZIP_LEVEL, ByteCounter, const_node,
-                                     const_node_chunks, serialized_node)
+                                    const_node_chunks, serialized_node)

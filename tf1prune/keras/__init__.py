@@ -28,7 +28,7 @@ from tf1prune.keras._export import (export_frozen_pb, export_saved_model,  # noq
 from tf1prune.keras._locks import apply_pins, lock, locked_entries, unlock  # noqa: E402
 from tf1prune.keras._lottery import LotteryTicket, round_sparsity  # noqa: E402
 from tf1prune.keras._pruning import Pruner, PruningCallback  # noqa: E402
-from tf1prune.keras._shrink import shrink_model  # noqa: E402
+from tf1prune.keras.shrink.model import shrink_model  # noqa: E402
 from tf1prune.keras import _pin as _pin_module, _version as _version_module  # noqa: E402,I100
 
 

@@ -75,7 +75,7 @@ def strip_model(model, shrink=False):
     values.append(pin.fold(value) if pin is not None else value)
   plain.set_weights(values)
   if shrink:
-    from tf1prune.keras._shrink import shrink_plain
+    from tf1prune.keras.shrink.model import shrink_plain
     return shrink_plain(plain)[0]
   return plain
 

@@ -27,7 +27,7 @@ import numbers
 import numpy as np
 
 from tf1prune.keras import _pin
-from tf1prune.locks import index_mask
+from tf1prune.masks import index_mask
 
 __all__ = ['apply_pins', 'lock', 'locked_entries', 'unlock']
 

@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from tf1prune.keras import _pin, _version
 from tf1prune.keras._pruning import Pruner
-from tf1prune.lottery import round_sparsity
+from tf1prune.plan.schedule import round_sparsity
 from tf1prune.masks import Element, global_masks, magnitude_mask
 
 __all__ = ['LotteryTicket', 'round_sparsity']

@@ -17,7 +17,8 @@ weight is named `<layer name>/<weight name>` (e.g. `dense_1/kernel`) in
 `global_pruning_groups`. The pruner executes the same `tf1prune.plan` as
 `tf1prune.Pruning`, eagerly: the plan decides which weights are pruned, with
 which granularity, sparsity and global group, and on which steps, and
-`tf1prune.plan_ops.compute_masks` computes the masks (`tf1prune.masks`: exact
+`tf1prune.plan.mask_update.compute_masks` computes the masks
+(`tf1prune.masks`: exact
 top-k with ties kept in row-major order, blocks, kernels, filters, channels,
 N:M; `threshold_method`, `threshold_decay`), so a weight gets exactly the mask
 `tf1prune.Pruning` gives it for the same values. (Without a graph there are
@@ -40,11 +41,11 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tf1prune.hparams import HParams, get_pruning_hparams
+from tf1prune.plan.hparams import HParams, get_pruning_hparams
 from tf1prune.keras import _pin, _version
 from tf1prune.keras._locks import resolve_layer
-from tf1prune.plan_ops import MaskUnit, compute_masks
-from tf1prune.spec import PruningSpec
+from tf1prune.plan.mask_update import MaskUnit, compute_masks
+from tf1prune.plan.spec import PruningSpec
 
 __all__ = ['DEFAULT_WEIGHTS', 'Pruner', 'PruningCallback']
 

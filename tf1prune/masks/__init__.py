@@ -15,7 +15,8 @@ integration uses the same functions).
 A granularity decides which entries share one score and one keep/drop
 decision: `Element` (each weight), `Block` (rank-2 blocks), the structured
 `Kernel`, `Filter`, `InputChannel`, `ChannelBlock`, `NM` (N of every M), and
-`CoupledFilter` (filters of coupled channels, `tf1prune.channel_groups`).
+`CoupledFilter` (filters of coupled channels,
+`tf1prune.channels.training_graph`).
 Each is a small class with one method, `compute_mask(weight, sparsity,
 select)`.
 """
@@ -24,6 +25,7 @@ from tf1prune.masks._coupled import (REDUCTIONS, CoupledFilter, CoupledUnits,
                                      coupled_filter_masks, unit_keep_count)
 from tf1prune.masks._global import global_masks
 from tf1prune.masks._granularity import Block, Element, Granularity
+from tf1prune.masks._index import index_mask
 from tf1prune.masks._select import (histogram_threshold, keep_count,
                                     magnitude_mask)
 from tf1prune.masks._structured import (IMPORTANCES, NM, ChannelBlock, Filter,
@@ -33,4 +35,4 @@ __all__ = ['Block', 'ChannelBlock', 'CoupledFilter', 'CoupledUnits', 'Element',
            'Filter', 'Granularity',
            'IMPORTANCES', 'InputChannel', 'Kernel', 'NM', 'REDUCTIONS',
            'coupled_filter_masks', 'global_masks', 'histogram_threshold',
-           'keep_count', 'magnitude_mask', 'unit_keep_count']
+           'index_mask', 'keep_count', 'magnitude_mask', 'unit_keep_count']

@@ -18,7 +18,7 @@ total, so a layer of large weights keeps more than a layer of small ones. Each
 regex is its own group; weights in no group keep their per-layer threshold.
 A group uses the global schedule's sparsity: a member may not also be in
 `weight_sparsity_map`, and a weight matching two groups is an error
-(`tf1prune.spec.PruningSpec.group` decides the members).
+(`tf1prune.plan.spec.PruningSpec.group` decides the members).
 
 `global_masks` works with any granularity: it asks each member's granularity
 for its group scores, selects over their concatenation, and hands each member

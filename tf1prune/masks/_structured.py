@@ -28,7 +28,7 @@ conv kernels `[kh, kw, in, out]`, dense weights `[in, out]`.
 
 `NM` ignores the scheduled value (its sparsity is `1 - n/m`): it prunes once the
 scheduled sparsity is above 0, so the schedule decides when, not how much.
-The `granularity_map` hparam's values name these classes; `tf1prune.spec`
+The `granularity_map` hparam's values name these classes; `tf1prune.plan.spec`
 parses them.
 """
 

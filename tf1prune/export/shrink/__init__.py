@@ -1,7 +1,7 @@
 """The shrink: a frozen graph without the channels pruning emptied.
 
     >>> from tf1prune.export import shrink
-    >>> shrink.shrink_graph_def is shrink.run.shrink_graph_def
+    >>> shrink.shrink_graph_def is shrink.rounds.shrink_graph_def
     True
 
 One module per step, in the order `shrink_graph_def` runs them:
@@ -18,11 +18,12 @@ One module per step, in the order `shrink_graph_def` runs them:
   used.
 - `rewrite`: removes a region's channels and folds what they gave.
 - `report`: parameters, FLOPs and stops (`ShrinkReport`).
-- `run`: the rounds above until nothing changes; `shrink_graph_def`, `shrink_pb`.
+- `rounds`: the steps above, round after round until nothing changes:
+  `shrink_graph_def`, `shrink_pb`.
 """
 
 from tf1prune.export.shrink.report import LayerShrink, ShrinkReport, ShrinkStop
-from tf1prune.export.shrink.run import shrink_graph_def, shrink_pb
+from tf1prune.export.shrink.rounds import shrink_graph_def, shrink_pb
 
 __all__ = ['LayerShrink', 'ShrinkReport', 'ShrinkStop', 'shrink_graph_def',
            'shrink_pb']

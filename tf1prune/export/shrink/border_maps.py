@@ -2,7 +2,7 @@
 one constant map, added with the conv's bias.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
-    >>> from tf1prune.export.shrink.run import shrink_graph_def
+    >>> from tf1prune.export.shrink.rounds import shrink_graph_def
     >>> w1 = np.ones([1, 1, 1, 2], np.float32); w1[..., 1] = 0.0   # empty
     >>> with tf.Graph().as_default() as g:
     ...   x = tf.placeholder(tf.float32, [None, 4, 4, 1], name='x')

@@ -45,7 +45,7 @@ import collections
 import numpy as np
 
 from tf1prune.channels import Forward, UnionFind, rule_of
-# channel_const and find_layers are read from here too (rewrite, run).
+# channel_const and find_layers are read from here too (rewrite, rounds).
 from tf1prune.export.shrink.editable import (  # noqa: F401
     channel_const, classify, find_layers, is_const, reads_batch_size_only,
     reads_shape_only, static_rank)

@@ -47,7 +47,7 @@ from tf1prune.export.shrink.report import ShrinkStop
 from tf1prune.export.shrink.padding import conv_map
 from tf1prune.export.shrink.extra_channels import append_channels, extra_channels
 from tf1prune.export.shrink.removed_values import (empty_filters, full, layer_pads,
-                                            propagate, spatial_size)
+                                                   propagate, spatial_size)
 
 
 def _insert_add(g, after, value):
