@@ -195,14 +195,24 @@ _BODIES = {'mobilenet_v1': _mobilenet_v1, 'mobilenet_v2': _mobilenet_v2,
 
 def randomize_normalization(sess, rs):
   """Gives biases and batch-norm variables of the default graph non-trivial
-  values (`rs` a NumPy RandomState): removed channels are then not 0."""
+  values (`rs` a NumPy RandomState): removed channels are then not 0.
+
+  One `session.run` of the variables' initializers with the values fed (a
+  run per variable would prepare a new run of the whole graph each time).
+  """
+  feeds = {}
   for var in tf.global_variables():
     base = var.op.name.rsplit('/', 1)[-1]
     shape = var.get_shape().as_list()
     if base in ('beta', 'moving_mean', 'biases'):
-      var.load(rs.normal(0, 0.2, shape).astype(np.float32), sess)
+      value = rs.normal(0, 0.2, shape)
     elif base in ('gamma', 'moving_variance'):
-      var.load(rs.uniform(0.5, 1.5, shape).astype(np.float32), sess)
+      value = rs.uniform(0.5, 1.5, shape)
+    else:
+      continue
+    feeds[var.initializer.inputs[1]] = value.astype(np.float32)
+  sess.run([var.initializer for var in tf.global_variables()
+            if var.initializer.inputs[1] in feeds], feeds)
 
 
 def build(name, size, num_classes=10, width=0.5, batch=None):

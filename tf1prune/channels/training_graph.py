@@ -54,8 +54,8 @@ import tensorflow.compat.v1 as tf
 from tf1prune.channels import Forward, GraphView, UnionFind
 from tf1prune.graph.masking import masked_weight_records
 
-__all__ = ['ChannelGroup', 'GroupMember', 'find_channel_groups',
-           'format_channel_groups']
+__all__ = ['ChannelGroup', 'ChannelTrace', 'GroupMember',
+           'find_channel_groups', 'format_channel_groups', 'trace_channels']
 
 class GroupMember(collections.namedtuple(
     'GroupMember', ['name', 'weight', 'axis', 'units'])):
@@ -128,6 +128,7 @@ class _Walk(object):
     self.members = []      # (record, axis, set ids)
     self.depthwise = {}    # depthwise op name -> record
     self.order = {r.name: i for i, r in enumerate(records)}
+    self.unit_of_root = {}  # set root -> (group index, unit), by `groups`
     for record in records:
       self._register(record)
 
@@ -197,9 +198,46 @@ class _Walk(object):
         for r in roots:
           reason = reason or blocked.get(r)
           output = output or outputs.get(r)
+      for root, unit in unit_of.items():
+        self.unit_of_root[root] = (len(result), unit)
       result.append(ChannelGroup(tuple(members), len(unit_of), reason,
                                  output))
     return result
+
+
+class ChannelTrace(object):
+  """The channel groups of a training graph and the channels of its tensors.
+
+  Attributes:
+    groups: the `ChannelGroup`s, as `find_channel_groups` returns them.
+  """
+
+  def __init__(self, walk):
+    self._walk = walk
+    self.groups = walk.groups()
+
+  def channels(self, tensor):
+    """Per channel of `tensor` (a `tf.Tensor` of the walked graph), its
+    (group index, unit), or None for a channel of no group; None for a
+    tensor that carries no channel of a masked weight."""
+    ids = self._walk.forward.ids.get(tensor.name)
+    if ids is None:
+      return None
+    find, unit_of = self._walk.sets.find, self._walk.unit_of_root
+    return [None if i is None else unit_of.get(find(i)) for i in ids]
+
+
+def trace_channels(graph=None, records=None):
+  """Returns the `ChannelTrace` of the masked weights of `graph`.
+
+  Args, and the groups: as `find_channel_groups`.
+  """
+  graph = graph or tf.get_default_graph()
+  if records is None:
+    records = masked_weight_records(graph)
+  walk = _Walk(GraphView(graph), records)
+  walk.run()
+  return ChannelTrace(walk)
 
 
 def find_channel_groups(graph=None, records=None):
@@ -214,12 +252,7 @@ def find_channel_groups(graph=None, records=None):
   Returns:
     A list of `ChannelGroup`, members and groups in the order of `records`.
   """
-  graph = graph or tf.get_default_graph()
-  if records is None:
-    records = masked_weight_records(graph)
-  walk = _Walk(GraphView(graph), records)
-  walk.run()
-  return walk.groups()
+  return trace_channels(graph, records).groups
 
 
 def format_channel_groups(groups):

@@ -126,7 +126,7 @@ def _guard_outputs(plain, groups, plan, graph, names):
   return kept
 
 
-def plan_coupled(targets, records, graph=None, plan=None):
+def plan_coupled(targets, records, graph=None, plan=None, groups=None):
   """Splits `Pruning`'s targets into plain ones and coupled channel groups.
 
   Also applies the guard of the model's outputs (`PruningPlan.keeps_outputs`)
@@ -140,6 +140,8 @@ def plan_coupled(targets, records, graph=None, plan=None):
     plan: the `tf1prune.plan.PruningPlan` the targets' specs come from: a
       weight whose output channels are the model's outputs is pruned by
       filters only if it says so (the user named the layer); None: no guard.
+    groups: the `ChannelGroup`s of `records` in `graph`, if found already
+      (`find_channel_groups`).
 
   Returns:
     (plain targets, list of `CoupledTargets`): weights whose `coupled_filter`
@@ -157,7 +159,8 @@ def plan_coupled(targets, records, graph=None, plan=None):
   guarded = plan is not None and any(_removes_outputs(t) for t in plain)
   if not wanted and not guarded:
     return plain, []
-  groups = find_channel_groups(graph, records)
+  if groups is None:
+    groups = find_channel_groups(graph, records)
   all_names = [r.name for r in records]
   if guarded:
     plain = _guard_outputs(plain, groups, plan, graph, all_names)

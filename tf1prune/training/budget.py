@@ -1,0 +1,370 @@
+"""`Pruning` to a budget: the channel groups, their cost and importance.
+
+    >>> import tensorflow.compat.v1 as tf, tf1prune
+    >>> with tf.Graph().as_default():
+    ...   x = tf.placeholder(tf.float32, [None, 8, 8, 3])
+    ...   a = tf1prune.masked_conv2d(x, 8, 3, scope='a')
+    ...   b = tf1prune.masked_conv2d(a, 8, 3, scope='b')
+    ...   y = tf1prune.masked_fully_connected(tf.reshape(b, [-1, 512]), 10,
+    ...                                       activation_fn=None, scope='y')
+    ...   loss = tf.reduce_mean(tf.nn.softmax(y))
+    ...   _ = tf.train.get_or_create_global_step()
+    ...   p = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
+    ...       'budget=flops:0.5'))
+    ...   budget = p.budget_plan()
+    >>> budget.dense, [str(g) for g in budget.groups]
+    (111616.0, ['8 channels: a/weights', '8 channels: b/weights'])
+    >>> [(kind, cost) for _, kind, cost in budget.model.layer_costs()]
+    [('conv', 27648.0), ('conv', 73728.0), ('dense', 10240.0)]
+
+With the `budget` hparam, every weight that `granularity_map` does not give
+another granularity is pruned by `coupled_filter`, and the channel groups
+compete in one ranking (`tf1prune.masks.budget_masks`) for a cost that the
+schedule lowers from the dense model's to the budget. The cost is that of
+the exported, shrunk graph (`tf1prune.channels.cost`): this module finds the
+graph's layers (Conv2D, depthwise convs and MatMuls of weights, and LRNs, of
+the forward graph, once per weight), the widths of what they read and write
+in units of the groups, and the batch norms and biases after each member.
+
+The importance of a unit (`budget_criterion`): `l1` or `l2`, the filter
+norms of its members summed (`channel_group_reduction`); `taylor`,
+`|sum(w * dL/dw)|` over each member's channel, a moving average over the
+training steps (`budget_taylor_decay`) of the gradients the optimizer
+applies; `bn_scale`, `|gamma|` of the batch norms after its members (a
+group with none is ranked by `l2`, with a warning).
+
+A removed channel is exactly 0: the biases and the batch norm scales and
+offsets after its filters are zeroed with them
+(`tf1prune.training.channel_params`), so nothing of it stays for the
+shrink to stop at.
+"""
+
+import collections
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from tf1prune.channels.cost import CostModel, Layer, Width
+from tf1prune.channels.graph_view import GraphView
+from tf1prune.channels.training_graph import trace_channels
+from tf1prune.masks import CoupledFilter, budget_masks
+from tf1prune.plan.budget import cost_ratio_tensor
+from tf1prune.training import channel_params
+
+__all__ = ['BudgetPlan', 'Taylor', 'applied_gradients']
+
+_LAYERS = ('Conv2D', 'DepthwiseConv2dNative', 'MatMul', 'LRN')
+_BATCH_NORMS = channel_params.BATCH_NORMS
+_BIAS_ADDS = channel_params.BIAS_ADDS
+_source, _static, _followers = (channel_params.source, channel_params.static,
+                                channel_params.followers)
+
+
+def _has_bias(op):
+  """True if the exported graph will have a bias after layer `op`: a bias
+  add or a batch norm follows (a batch norm folds into one)."""
+  out = op.outputs[0]
+  channels = (_static(out) or [None])[-1]
+  for follower in _followers(out):
+    if follower.type in _BATCH_NORMS:
+      return True
+    if follower.type in _BIAS_ADDS and len(follower.inputs) == 2:
+      shape = _static(follower.inputs[1])
+      if shape is not None and [d for d in shape if d != 1] in (
+          [channels], []) and len(shape) <= 1:
+        return True
+  return False
+
+
+class BudgetPlan(object):
+  """The groups, units and cost model of one `Pruning` with a budget.
+
+  Args:
+    graph: the training graph.
+    records: every `MaskedWeight` of it.
+    spec: the `PruningSpec` (with `budget` set).
+
+  Attributes:
+    trace: the `tf1prune.channels.training_graph.ChannelTrace`.
+    groups: the `ChannelGroup`s the budget prunes (in `items` order, set by
+      `use`).
+    model: the `tf1prune.channels.cost.CostModel` over their units.
+    dense: the dense model's cost in the budget's metric.
+  """
+
+  def __init__(self, graph, records, spec):
+    self.graph = graph
+    self.spec = spec
+    self.budget = spec.budget
+    self.trace = trace_channels(graph, records)
+    self.items = []
+    self.groups = []
+    self.model = None
+    self.dense = None
+    self.offsets = []
+
+  def use(self, items):
+    """Takes the `CoupledTargets` the budget prunes; builds the cost model.
+
+    Raises:
+      ValueError: no group to prune, a FLOPs budget on a layer whose output
+        size is unknown, or a budget below what the kept minimums allow.
+    """
+    self.items = list(items)
+    self.groups = [item.group for item in self.items]
+    if not self.items:
+      raise ValueError(
+          'budget %s: no channel group can be pruned: give the layers a '
+          'filter granularity (granularity_map=[.*:coupled_filter]) and leave '
+          'them out of do_not_prune; the warnings above say why each group '
+          'stays dense' % (self.budget,))
+    index = {id(g): i for i, g in enumerate(self.trace.groups)}
+    unit_index, self.offsets, total = {}, [], 0
+    for item in self.items:
+      position = index[id(item.group)]
+      self.offsets.append(total)
+      for unit in range(item.group.num_units):
+        unit_index[(position, unit)] = total + unit
+      total += item.group.num_units
+    self.unit_group = np.repeat(np.arange(len(self.items)),
+                                [g.num_units for g in self.groups])
+    self.model = CostModel(total, self._layers(unit_index))
+    metric = self.budget.kind
+    unknown = [l.name for l in self.model.layers if l.positions is None]
+    if metric == 'flops' and unknown:
+      raise ValueError(
+          'budget %s: the output size of %s is unknown, so its FLOPs are; '
+          'give the model input a static height and width' % (
+              self.budget, ', '.join(unknown[:3])))
+    self.dense = self.model.cost(None, metric)
+    self.ratio = self.budget.ratio(self.dense)
+    least = self.model.cost(self._minimum_keep(), metric)
+    if least > self.ratio * self.dense:
+      raise ValueError(
+          'budget %s is below what the pruned model can cost: with every '
+          'group at its minimum (channel_group_min_channels=%d, '
+          'channel_group_multiple=%d) it costs %s %s, %.4f of the dense %s; '
+          'give a budget of at least %s:%.4f, or lower the minimums' % (
+              self.budget, self.spec.channel_groups[1],
+              self.spec.channel_groups[2], '{:,}'.format(int(least)),
+              metric, least / self.dense, '{:,}'.format(int(self.dense)),
+              metric, least / self.dense))
+    return self
+
+  def _minimum_keep(self):
+    _, least, multiple = self.spec.channel_groups
+    keep = np.zeros(self.model.num_units)
+    for offset, group in zip(self.offsets, self.groups):
+      count = min(least, group.num_units)
+      count = min(-(-count // multiple) * multiple, group.num_units)
+      keep[offset:offset + count] = 1.0
+    return keep
+
+  def _width(self, tensor, unit_index):
+    channels = self.trace.channels(tensor)
+    if channels is None:
+      shape = _static(tensor)
+      return Width(shape[-1] if shape and shape[-1] is not None else 0, ())
+    fixed, counts = 0, collections.Counter()
+    for channel in channels:
+      unit = unit_index.get(channel) if channel is not None else None
+      if unit is None:
+        fixed += 1
+      else:
+        counts[unit] += 1
+    return Width(fixed, tuple(sorted(counts.items())))
+
+  def _layers(self, unit_index):
+    """The `Layer`s of the forward graph, each weight's first use."""
+    layers, seen = [], set()
+    for op in GraphView(self.graph).walk_order():
+      if op.type not in _LAYERS:
+        continue
+      if op.type == 'LRN':
+        layers.append(self._lrn(op))
+        continue
+      source = _source(op.inputs[1])
+      if source is None or source.name in seen:
+        continue
+      if (op.type == 'MatMul' and (op.get_attr('transpose_a') or
+                                   op.get_attr('transpose_b'))) or (
+          op.type != 'MatMul' and op.get_attr('data_format') not in (
+              b'NHWC', 'NHWC')):
+        continue
+      seen.add(source.name)
+      shape = _static(op.inputs[1])
+      out = _static(op.outputs[0])
+      inputs = self._width(op.inputs[0], unit_index)
+      outputs = self._width(op.outputs[0], unit_index)
+      bias = _has_bias(op)
+      if op.type == 'MatMul':
+        layers.append(Layer(op.name, 'dense', inputs, outputs, 1, 1, 1, bias))
+        continue
+      positions = (out[1] * out[2] if out and None not in out[1:3] else None)
+      kind = 'depthwise' if op.type == 'DepthwiseConv2dNative' else 'conv'
+      multiplier = shape[3] if kind == 'depthwise' else 1
+      layers.append(Layer(op.name, kind, inputs, outputs, shape[0] * shape[1],
+                          multiplier, positions, bias))
+    return layers
+
+  def _lrn(self, op):
+    shape = _static(op.outputs[0])
+    positions = (shape[1] * shape[2] if shape and None not in shape[1:3]
+                 else None)
+    radius = int(op.get_attr('depth_radius'))
+    # The shrink keeps an LRN at its full width (the kept channels in their
+    # places), so its cost does not depend on the units.
+    return Layer(op.name, 'lrn', Width(shape[-1], ()), Width(shape[-1], ()),
+                 2 * radius + 1, 1, positions, False)
+
+  # ------------------------------------------------------------ the update
+
+  def cost_budget(self, step, schedule):
+    """The float64 scalar tensor of the cost allowed at `step`."""
+    return tf.cast(cost_ratio_tensor(step, self.ratio, schedule),
+                   tf.float64) * self.dense
+
+  def keep_units(self, importance, current, locked, budget):
+    """Returns (float32 [U] keep mask, float64 cost) of the budget's units.
+
+    Args:
+      importance: float64 [U], all groups' unit importances concatenated.
+      current: float [U], the units kept now.
+      locked: bool [U] or None, units always kept.
+      budget: float64 scalar, the cost allowed.
+    """
+    _, least, multiple = self.spec.channel_groups
+    return budget_masks(importance, self.unit_group,
+                        self.model.arrays(self.budget.kind), budget, current,
+                        self.spec.budget_normalization, least, multiple,
+                        locked)
+
+  def split(self, units):
+    """The [U] tensor `units`, one piece per group."""
+    return [units[o:o + g.num_units] for o, g in zip(self.offsets,
+                                                     self.groups)]
+
+  # ------------------------------------------------------------ importance
+
+  def owners(self):
+    """The `channel_params.Owner` of each item (its group's units)."""
+    return [channel_params.owner_of_group(item) for item in self.items]
+
+  def current_units(self, item):
+    """Float32 [num_units]: 1 for the units kept by the members' masks."""
+    return channel_params.owner_of_group(item).kept()
+
+  def _reduce(self, item, per_member):
+    """Float64 [num_units] from each member's float [channels] values, by
+    `channel_group_reduction` (as `CoupledUnits.scores`)."""
+    reduction = self.spec.channel_groups[0]
+    values = tf.concat([tf.cast(v, tf.float64) for v in per_member], 0)
+    ids = np.concatenate([np.asarray(m.units, np.int32)
+                          for m in item.group.members])
+    n = item.group.num_units
+    if reduction == 'max':
+      return tf.unsorted_segment_max(values, ids, n)
+    total = tf.unsorted_segment_sum(values, ids, n)
+    if reduction == 'mean':
+      total /= np.maximum(np.bincount(ids, minlength=n), 1).astype(np.float64)
+    return total
+
+  def norms(self, item, criterion):
+    """Float64 [num_units]: the l1 or l2 norms of the masked members."""
+    coupled = CoupledFilter(criterion, *self.spec.channel_groups)
+    units = coupled.units([m.axis for m in item.group.members],
+                          [m.units for m in item.group.members],
+                          item.group.num_units)
+    return units.scores([t.record.masked_weight for t in item.targets])
+
+  def bn_scales(self, item, params):
+    """Float64 [num_units], |gamma| of the batch norms after the members
+    summed per unit, or None when no member has one (`params`: the
+    `channel_params.find` of `owners()`)."""
+    scales = [(units, v) for v, position, units, what in params
+              if what == 'scale' and position == self.items.index(item)]
+    if not scales:
+      return None
+    values = tf.concat([tf.abs(tf.cast(v.read_value(), tf.float64))
+                        for _, v in scales], 0)
+    ids = np.concatenate([u for u, _ in scales])
+    return tf.unsorted_segment_sum(values, ids, item.group.num_units)
+
+  def reduce_members(self, item, per_member):
+    """`_reduce` for callers: one float [channels] tensor per member."""
+    return self._reduce(item, per_member)
+
+
+def applied_gradients(graph):
+  """{variable op name: the gradient its optimizer op applies}, for the
+  dense `Apply*` / `ResourceApply*` ops of `graph` (their `grad` or `delta`
+  input)."""
+  found = {}
+  for op in graph.get_operations():
+    if not op.inputs or 'Sparse' in op.type or not (
+        op.type.startswith('Apply') or op.type.startswith('ResourceApply')):
+      continue
+    names = [arg.name for arg in op.op_def.input_arg]
+    for key in ('grad', 'delta'):
+      if key in names:
+        found.setdefault(op.inputs[0].op.name, op.inputs[names.index(key)])
+        break
+  return found
+
+
+class Taylor(object):
+  """Per member, a moving average of `|sum(w * dL/dw)|` over each channel.
+
+  Args:
+    plan: the `BudgetPlan`.
+    decay: `budget_taylor_decay`, the average's decay per step.
+    loss: optional scalar loss tensor, for weights whose optimizer op is not
+      in the graph (its gradient is then computed again).
+
+  Raises:
+    ValueError: a member's gradient is not found and `loss` is None.
+  """
+
+  def __init__(self, plan, decay, loss=None):
+    self._plan = plan
+    gradients = applied_gradients(plan.graph)
+    self.averages = {}     # record name -> float32 variable [channels]
+    updates = []
+    missing = []
+    for item in plan.items:
+      for member, target in zip(item.group.members, item.targets):
+        record = target.record
+        if record.name in self.averages:
+          continue
+        source = _source(record.weight)
+        grad = gradients.get(source.name) if source is not None else None
+        if grad is None and loss is not None:
+          grad = tf.gradients(loss, record.weight)[0]
+        if grad is None:
+          missing.append(record.name)
+          continue
+        shape = _static(record.weight)
+        axis = member.axis % len(shape)
+        with plan.graph.name_scope(None):   # beside the weight
+          average = tf.Variable(tf.zeros([shape[axis]]), trainable=False,
+                                name=record.name + '_taylor')
+        product = tf.cast(record.masked_weight, tf.float32) * tf.cast(
+            grad, tf.float32)
+        value = tf.abs(tf.reduce_sum(
+            product, axis=[a for a in range(len(shape)) if a != axis]))
+        updates.append(tf.assign(average, decay * average +
+                                 (1.0 - decay) * value))
+        self.averages[record.name] = average
+    if missing:
+      raise ValueError(
+          'budget_criterion=taylor needs the gradient of each pruned weight: '
+          'no optimizer op in the graph updates %s; build the training op '
+          '(optimizer.minimize) before the Pruning, or pass Pruning(..., '
+          'loss=loss)' % ', '.join(missing[:3]))
+    self.update_op = tf.group(*updates, name='taylor_importance_update')
+
+  def scores(self, item):
+    """Float64 [num_units] of the averages of `item`'s members."""
+    return self._plan.reduce_members(
+        item, [self.averages[t.record.name].read_value()
+               for t in item.targets])
