@@ -286,8 +286,8 @@ def main(argv=None):
           'batch', 'learning_rate', 'seeds')},
       'lottery': ('tf1prune.LotteryTicket (snapshot_op at the rewind step, '
                   'prune_op, rewind_op; biases rewound too)' if _lottery_api()
-                  else 'tf1prune exports no lottery API yet: rewinding done '
-                  'by the bench with the public API'),
+                  else 'no tf1prune.LotteryTicket in this tf1prune: '
+                  'rewinding done by the bench with the public API'),
       'references': REFERENCES,
       'seconds': time.time() - start,
   }
