@@ -265,8 +265,9 @@ counts in a serial loop: about 0.8 ns a key whatever the bin count or dtype,
 about two of TF 2.x's memory passes (0.45 ns an entry) on its own, where TF
 1.15's slower pass hides it. `Bincount`, `DenseBincount` and
 `unsorted_segment_sum` count slower. Every exact update also takes the abs
-(about 0.5x a pass) and writes the mask (about 0.9x), so on TF 2.x the stock
-passes alone make about 4x before the boundary bin is found. Selects without
+(about 0.5x a pass) and writes the mask (about 0.9x): about 3.2x on TF 2.x
+before the boundary bin's members are found (about 0.85x) and the small ops
+run, which take it past 4x. Selects without
 the full histogram cost as much: a bracket around the threshold from a
 sample of 2**17 keys is about ten times wider than the histogram's boundary
 bin, so gathering and selecting its members costs what dropping the
