@@ -5,32 +5,31 @@
 For each weight size and each threading (one intra-op thread, and TF's
 default), times inside one process, alternating within each repeat, one
 `Pruning.mask_update_op()` on a single weight of that size, and the
-alternatives that also write the mask: the old contrib method (`tf.nn.top_k`
+alternatives that also write the mask: contrib's exact method (`tf.nn.top_k`
 over all weights) and a full `tf.sort` (up to 1e6 elements: at 1e7 they take
-seconds), tf1prune's own `threshold_method=histogram` estimate and the exact
-update as it was before issue 23; each
-divided by `reduce_sum(abs(w))`, one memory-bound pass over the same weight.
-The ratio is the median of the per-repeat ratios (`bench/_paired.py`), with
-their minimum and maximum as the spread.
+seconds), tf1prune's own `threshold_method=histogram` estimate, and a plain
+two-level radix select (`_radix_gather_cumsum_mask`); each divided by
+`reduce_sum(abs(w))`, one memory-bound pass over the same weight. The ratio
+is the median of the per-repeat ratios (`bench/_paired.py`), with their
+minimum and maximum as the spread.
 
 Idle steps: the per-run cost of `conditional_mask_update_op()` on a step where
 nothing is due, and of what `PruningHook` adds to an idle step (one fetch of
 the global step beside the step's own fetches), each next to a run of
 `tf.no_op()` alone.
 
-Value distributions (issue 23): at one size (1e7; `--quick`: 1e5), the exact
-update and the exact update as it was before issue 23 (`_before_23_mask`),
-over the memory pass, for weights of shape [size / 1000, 1000] drawn by NumPy
-(`randn`), by TF's `random_normal_initializer` and `glorot_uniform_initializer`,
-fp16-valued and bfloat16-valued float32, quantized to 1/16, all equal, and
-NumPy randn with 1% NaN and 1% +-Inf: `dist_rows` in the JSON. Then all
-eight weights in one session, their updates alternating within each repeat
-(`dist_paired`): separate runs drift apart by 15-30% on these machines, so
-the spread across distributions is judged on the paired run.
+Value distributions: at one size (1e7; `--quick`: 1e5), the exact update and
+the plain radix select, over the memory pass, for weights of shape
+[size / 1000, 1000] drawn by NumPy (`randn`), by TF's
+`random_normal_initializer` and `glorot_uniform_initializer`, fp16-valued and
+bfloat16-valued float32, quantized to 1/16, all equal, and NumPy randn with
+1% NaN and 1% +-Inf: `dist_rows` in the JSON. Then all eight weights in one
+session, their updates alternating within each repeat (`dist_paired`):
+separate runs drift apart by 15-30% on these machines, so the spread across
+distributions is judged on the paired run.
 
-Targets: issue 17, <= 3x at 1e7 with one thread and with the default, <= 2x at
-5e7; issue 23, every distribution <= 4x at 1e7 on one thread and within 20% of
-each other.
+Targets: <= 3x at 1e7 with one thread and with the default, <= 2x at 5e7;
+every distribution <= 4x at 1e7 on one thread and within 20% of each other.
 """
 
 import argparse
@@ -51,8 +50,8 @@ DISTRIBUTIONS = ('numpy_randn', 'tf_random_normal', 'tf_glorot_uniform',
                  'nan_inf')
 
 
-def _old_contrib_mask(weight, mask, sort):
-  """The old exact method: sort every magnitude, take the k-th, compare."""
+def _contrib_mask(weight, mask, sort):
+  """contrib's exact method: sort every magnitude, take the k-th, compare."""
   flat = tf.reshape(tf.abs(weight), [-1])
   n = flat.get_shape().num_elements()
   k = int(round(n * (1 - SPARSITY)))
@@ -64,11 +63,12 @@ def _old_contrib_mask(weight, mask, sort):
   return tf.assign(mask, tf.cast(tf.abs(weight) >= threshold, tf.float32)).op
 
 
-def _before_23_mask(weight, mask):
-  """tf1prune's exact update before issue 23, kept to be timed side by side:
-  radix select with a `boolean_mask` gather of the boundary bin, and ties
-  placed by a cumulative sum over every entry when only some are kept; plus
-  the non-finite check the update runs (without its print)."""
+def _radix_gather_cumsum_mask(weight, mask):
+  """A plain two-level radix select, timed beside tf1prune's: the boundary
+  bin gathered with `boolean_mask`, ties placed by a cumulative sum over
+  every entry when only some are kept, and a non-finite check of its own
+  pass (without the print). Its cost grows with the ties at the threshold:
+  what tf1prune's select is built to avoid (`tf1prune/masks/_radix.py`)."""
   bits = tf.bitcast(tf.reshape(tf.abs(weight), [-1]), tf.int32)
   n = bits.get_shape().num_elements()
   rank = tf.constant(n - int(round(n * SPARSITY)))
@@ -139,10 +139,10 @@ def _measure(size, repeats, alternatives, threads):
     ops = {'memory_pass': tf.reduce_sum(tf.abs(weight)).op,
            'tf1prune_exact': exact.mask_update_op(),
            'tf1prune_histogram_256': histogram.mask_update_op()}
-    ops['tf1prune_exact_before_23'] = _before_23_mask(weight, mask)
+    ops['radix_gather_cumsum'] = _radix_gather_cumsum_mask(weight, mask)
     if alternatives:
-      ops['old_top_k'] = _old_contrib_mask(weight, mask, sort=False)
-      ops['full_sort'] = _old_contrib_mask(weight, mask, sort=True)
+      ops['contrib_top_k'] = _contrib_mask(weight, mask, sort=False)
+      ops['full_sort'] = _contrib_mask(weight, mask, sort=True)
     noop = tf.no_op()
     conditional = exact.conditional_mask_update_op()   # step 0: not due
     with _session(threads) as sess:
@@ -206,7 +206,7 @@ def _weights(kind, size):
 
 
 def _measure_distribution(kind, size, repeats, threads):
-  """The exact update (now and before issue 23) over the memory pass."""
+  """The exact update and the plain radix select over the memory pass."""
   with tf.Graph().as_default():
     tf.set_random_seed(0)
     tf.train.get_or_create_global_step()
@@ -217,7 +217,7 @@ def _measure_distribution(kind, size, repeats, threads):
                              sparsity=tf.constant(SPARSITY))
     ops = {'memory_pass': tf.reduce_sum(tf.abs(weight)).op,
            'tf1prune_exact': exact.mask_update_op(),
-           'tf1prune_exact_before_23': _before_23_mask(weight, mask)}
+           'radix_gather_cumsum': _radix_gather_cumsum_mask(weight, mask)}
     with _session(threads) as sess:
       sess.run(tf.global_variables_initializer())
       w = sess.run(weight)
@@ -336,13 +336,13 @@ def main(argv=None):
                                   args.dist_repeats, threads)
       row['load_average_1min'] = load_average()
       dist_rows.append(row)
-      print('n=%-9d threads=%-7s %-18s exact %.2fx [%.2f-%.2f]  before issue '
-            '23 %.2fx  load %.1f' % (
+      print('n=%-9d threads=%-7s %-18s exact %.2fx [%.2f-%.2f]  plain radix '
+            '%.2fx  load %.1f' % (
                 dist_size, row['threads'], kind,
                 row['ratio_to_memory_pass']['tf1prune_exact'],
                 row['ratio_spread']['tf1prune_exact'][0],
                 row['ratio_spread']['tf1prune_exact'][1],
-                row['ratio_to_memory_pass']['tf1prune_exact_before_23'],
+                row['ratio_to_memory_pass']['radix_gather_cumsum'],
                 row['load_average_1min']), flush=True)
   paired = []
   for threads in ((1, None) if dist_size else ()):

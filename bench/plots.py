@@ -23,9 +23,9 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
 
 _LABELS = {
     'tf1prune_exact': 'tf1prune (exact)',
-    'tf1prune_exact_before_23': 'tf1prune exact before issue 23',
+    'radix_gather_cumsum': 'plain radix select (gather, cumsum ties)',
     'tf1prune_histogram_256': 'tf1prune histogram, 256 bins (approximate)',
-    'old_top_k': 'tf.nn.top_k (old contrib, tfmot)',
+    'contrib_top_k': 'tf.nn.top_k (contrib, tfmot)',
     'full_sort': 'full sort',
 }
 
@@ -53,17 +53,23 @@ def plot_mask_update(quick):
   data, out = _load('mask_update', quick)
   if data is None:
     return None
-  dist = [r for r in data.get('dist_rows', []) if str(r['threads']) == '1']
+  # The value distributions of the later run that has them: this one's, or
+  # a `--dist_only` run's.
+  runs = [d for d in (data, _load('mask_update_dist', quick)[0])
+          if d and d.get('dist_rows')]
+  latest = max(runs, key=lambda d: d['info']['date']) if runs else None
+  dist = [r for r in (latest or {}).get('dist_rows', [])
+          if str(r['threads']) == '1']
   if dist:
     fig, (ax, bars) = plt.subplots(1, 2, figsize=(13, 4.5))
-    _plot_distributions(bars, dist, data)
+    _plot_distributions(bars, dist, latest)
   else:
     fig, ax = plt.subplots(figsize=(7, 4.5))
   rows = data['rows']
   for threads in sorted({str(r.get('threads', 'default')) for r in rows}):
     part = [r for r in rows if str(r.get('threads', 'default')) == threads]
-    for key in ('tf1prune_exact', 'tf1prune_exact_before_23',
-                'tf1prune_histogram_256', 'old_top_k', 'full_sort'):
+    for key in ('tf1prune_exact', 'radix_gather_cumsum',
+                'tf1prune_histogram_256', 'contrib_top_k', 'full_sort'):
       pts = [(r['size'], r['ratio_to_memory_pass'][key]) for r in part
              if key in r['ratio_to_memory_pass']]
       if pts:
@@ -83,14 +89,14 @@ def plot_mask_update(quick):
 
 
 def _plot_distributions(ax, rows, data):
-  """Bars: the exact update over one memory pass per value distribution,
-  now and before issue 23 (one thread, the largest size run)."""
+  """Bars: the exact update and the plain radix select over one memory pass
+  per value distribution (one thread, the largest size run)."""
   size = max(r['size'] for r in rows)
   rows = [r for r in rows if r['size'] == size]
   x = [i for i in range(len(rows))]
-  for offset, key, label in ((-0.2, 'tf1prune_exact', 'now'),
-                             (0.2, 'tf1prune_exact_before_23',
-                              'before issue 23')):
+  for offset, key, label in ((-0.2, 'tf1prune_exact', 'tf1prune (exact)'),
+                             (0.2, 'radix_gather_cumsum',
+                              'plain radix select')):
     ax.bar([i + offset for i in x], [r['ratio_to_memory_pass'][key] for r in rows], 0.4,
            label=label)
   ax.axhline(4.0, color='k', linestyle=':', label='target 4x')
@@ -98,8 +104,9 @@ def _plot_distributions(ax, rows, data):
   ax.set_xticklabels([r['distribution'] for r in rows], rotation=30,
                      ha='right', fontsize=8)
   ax.set_ylabel('time / one reduce_sum(abs(w)) pass')
-  ax.set_title('Exact update by value distribution (%.0e, one thread, TF %s)'
-               % (size, data['info']['tensorflow']), fontsize=9)
+  ax.set_title('Exact update by value distribution (%.0e, one thread, TF %s, '
+               '%s)' % (size, data['info']['tensorflow'], data['info']['date']),
+               fontsize=9)
   ax.legend(fontsize=8)
 
 
@@ -156,7 +163,7 @@ def plot_train_overhead(quick):
     return None
   keras, _ = _load('train_overhead_keras', quick)
   labels, values = [], []
-  for key in ('masked_pruning_hook', 'masked_same_run', 'masked_old_hook',
+  for key in ('masked_pruning_hook', 'masked_same_run', 'masked_second_run',
               'masked_hook', 'masked_no_update', 'unmasked_again',
               'monitored_again'):
     if key in ours['ratio_to_unmasked']:

@@ -15,9 +15,10 @@ repeats) next to the FLOPs ratio.
 
 The machine's load average is recorded: on a busy machine batch-1 latencies
 (a millisecond or less, much of it session overhead) are noisy; batch 128
-tracks the FLOPs. The example's LRN layers are left out: LRN mixes channels,
-so it stops the shrink of conv1 and conv2 (`with_lrn` in the results shows
-that report).
+tracks the FLOPs. The example's LRN layers are left out: the shrink keeps
+every removed channel that is not 0 at an LRN (it adds to the LRN's sums),
+such as conv2's, whose bias is 0.1; `with_lrn` in the results is the shrink
+report of the net with them, at 50%.
 Results: bench/results/shrink_latency.json (`--quick`: a smaller run, written
 to shrink_latency_quick.json).
 """

@@ -16,8 +16,7 @@ cross entropy and plain SGD:
 The weights of both twins are drawn by TF's own initializers
 (`tf.truncated_normal_initializer`, as in `cifar10_example/model.py`, and the
 initializers of `bench/_resnet_net.py`), seeded alike: the values a real model
-starts from, with the ties TF's generators produce (issue 23), not NumPy
-draws.
+starts from, with the ties TF's generators produce, not NumPy draws.
 
 `--net=resnet`: a resnet_v1-style net with batch norm instead
 (`bench/_resnet_net.py`; built where a batch_norm layer is available for both
@@ -46,22 +45,20 @@ pay the MonitoredSession), the others by the plain ones.
 `unmasked_again` over `unmasked` and `monitored_again` over
 `unmasked_monitored` show what the bench reads when there is nothing to
 find. Why the order is shuffled: what runs just before a graph changes its
-step time by as much as the effect measured. With the order reversed every
-other round, the two ends ran twice in a row and read up to 2% fast; in one
-fixed order, TF 2.21's same-run way read 1.020 where the reversing order
-had read 1.008 (eleventh session). Shuffled, what runs before a candidate
-changes from round to round, so no way keeps one neighbour's effect.
-Side by side on this machine, two twins interleaved step by step gave
-per-repeat ratios within 0.987-1.018 (interquartile range), where blocks of
-10 steps one after the other gave 7-11 points (TF 2.21, batch 128).
+step time by as much as the effect measured (a graph run right after itself
+runs up to 2% faster, and one fixed order moves a way's ratio by about 1%).
+Shuffled, what runs before a candidate changes from round to round, so no
+way keeps one neighbour's effect. Why step by step: step times are
+correlated over a few steps, so two twins interleaved step by step give
+per-repeat ratios about 3 points wide (interquartile range), blocks of 10
+steps one after the other 7-11 points (TF 2.21, batch 128).
 
 `--ways masked_no_update,masked_same_run` times only those candidates and
 their bases (and `unmasked`, always): fewer candidates a round, so more
-repeats in the same time and a narrower interval. On TF 2.21, 150 repeats
-of those four candidates gave 95% intervals of the median of 0.995-1.005
-(masks only) and 1.006-1.023 (same run), where 36 repeats of the full bench
-gave 0.990-1.014 and 0.990-1.031 (twelfth session). Written apart (`_ways`
-in the file name): the report reads the full bench only.
+repeats in the same time and a narrower interval (on TF 2.21, 150 repeats
+of those four candidates give a 95% interval of the median about 0.02 wide,
+36 repeats of the full bench about 0.04). Written apart (`_ways` in the file
+name): the report reads the full bench only.
 
 Reported: median step times, and as `ratio_to_unmasked` the median over
 repeats of the per-repeat ratio, with the min and max over repeats, the
@@ -69,7 +66,7 @@ interquartile range, and a 95% interval for the median
 (`bench._paired.median_interval`). `--processes N` runs the repeats in N
 fresh processes, one after the other, and pools them (`run` says why).
 Written to bench/results/train_overhead[_resnet][_tf1][_ways][_quick].json.
-Target (issues 17 and 23): <= 1.01 for the ways that run the update.
+Target: <= 1.01 for the ways that run the update.
 """
 
 import argparse
@@ -178,8 +175,7 @@ def measure(batch, repeats, net='cifar', order_seed=0, ways=None):
   masked_graph, masked_train, update, pruning, masked_init = _build(True, batch,
                                                                     net)
   # Its own graph: sharing the same-run way's global step, its steps would
-  # make that way's update due every FREQUENCY / 2 of its steps (until the
-  # twelfth session, they did).
+  # make that way's update due every FREQUENCY / 2 of its steps.
   masks_graph, masks_train, _, masks_pruning, masks_init = _build(True, batch,
                                                                   net)
   with masks_graph.as_default():

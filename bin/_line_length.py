@@ -2,11 +2,11 @@
 
     python bin/_line_length.py tf1prune tests   # status 1: new long lines
 
-Lines with a URL and Markdown table rows (`|` first) may be longer. The lines
-that were longer when the check came in are listed in .ci/long_lines.txt
-(`path<TAB>line`, matched by text so they may move): they pass until wrapped,
-every other line over the limit fails. `--update` rewrites that list from the
-code (to drop lines that were wrapped; never to admit new ones).
+Lines with a URL and Markdown table rows (`|` first) may be longer. The long
+lines listed in .ci/long_lines.txt (`path<TAB>line`, matched by text so they
+may move) pass until wrapped; every other line over the limit fails.
+`--update` rewrites that list from the code (to drop lines that were wrapped;
+never to admit new ones).
 """
 
 import argparse
@@ -67,7 +67,7 @@ def main(argv=None):
   found = long_lines(args.paths)
   if args.update:
     with io.open(BASELINE, 'w', encoding='utf-8') as f:
-      f.write('# Lines over %d characters from before bin/lint checked them '
+      f.write('# Lines over %d characters that pass until wrapped '
               '(bin/_line_length.py).\n# Wrap them and run bin/_line_length.py'
               ' --update PATHS...; never add lines.\n' % LIMIT)
       for rel, _, line in found:

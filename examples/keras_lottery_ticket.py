@@ -1,8 +1,8 @@
-"""Lottery tickets on a Keras model: the issue's model on breast-cancer data.
+"""Lottery tickets on a Keras model: a small MLP on breast-cancer data.
 
     python examples/keras_lottery_ticket.py [--rounds 5 --rate 0.5 --epochs 20]
 
-The model is exactly the question's: Dense 256/128/64/32 with softsign and
+The model: Dense 256/128/64/32 with softsign and
 bias_initializer='ones', Dense(1, 'tanh'), Adam, binary cross-entropy,
 `model.fit`. The data set is scikit-learn's embedded Wisconsin breast-cancer
 set (569 samples, 30 features, binary), standardized, split 70/30. Round 0

@@ -20,7 +20,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune.export import atomic, stream
+from tf1prune.export import atomic, pipeline, stream
 
 
 def _listing(directory):
@@ -185,7 +185,7 @@ def test_strip_cli_failing_report_keeps_the_old_pb_and_report(tmp_path,
     def dumps(*args, **kwargs):
       raise OSError(errno.ENOSPC, 'No space left on device')
 
-  monkeypatch.setattr(strip_cli, 'json', FailingJson)
+  monkeypatch.setattr(pipeline, 'json', FailingJson)
   assert strip_cli.main(argv) == 1
   assert _read(report) == old_report
   assert _read(pb) == old_pb

@@ -12,7 +12,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from tf1prune import pruning
+from tf1prune.training import pruning
 from tf1prune.plan.spec import validate_hparams
 
 

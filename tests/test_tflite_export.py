@@ -9,6 +9,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from tf1prune.cli import strip_pruning_vars as strip_cli
+from tf1prune.export import pipeline
 
 _TF1 = tf.__version__.startswith('1.')
 
@@ -93,10 +94,13 @@ def test_a_failing_run_leaves_no_tflite_json_or_pb(pruned_dir, tmp_path,
   out.mkdir()
   (out / 'old.tflite').write_bytes(b'old')
 
-  def full_disk(path, data):
-    raise OSError(28, 'No space left on device', path)
+  class FullDisk(object):
 
-  monkeypatch.setattr(strip_cli, '_write_json', full_disk)
+    @staticmethod
+    def dumps(*args, **kwargs):
+      raise OSError(28, 'No space left on device', str(out / 'report.json'))
+
+  monkeypatch.setattr(pipeline, 'json', FullDisk)
   assert strip_cli.main(['--checkpoint_dir', pruned_dir,
                          '--output_node_names=fc/BiasAdd',
                          '--output_dir', str(out),

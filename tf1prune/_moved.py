@@ -1,11 +1,11 @@
-"""Import paths of earlier releases, kept working with a DeprecationWarning.
+"""Deprecated import paths, kept working with a DeprecationWarning.
 
-Earlier docs told users to import `tf1prune.structured`, `tf1prune.thresholds`,
-`tf1prune.graph_io`, ... ; those modules now live in `tf1prune.masks`,
-`tf1prune.export` and `tf1prune.cli`. `install()` (run once by
-`tf1prune/__init__.py`) adds an import finder that answers only for the old
-names below: importing one warns with the new path and the release that
-removes the old one, and gives the new module itself.
+Modules such as `tf1prune.structured`, `tf1prune.thresholds` and
+`tf1prune.graph_io` are deprecated paths of modules in `tf1prune.masks`,
+`tf1prune.export`, `tf1prune.cli` and the other subpackages.
+`install()` (run once by `tf1prune/__init__.py`) adds an import finder that
+answers only for the old names below: importing one warns with the new path
+and the release that removes the old one, and gives the new module itself.
 
     >>> import sys, warnings
     >>> _ = sys.modules.pop('tf1prune.structured', None)   # imported once
@@ -26,7 +26,8 @@ import warnings
 
 REMOVED_IN = '0.4'
 
-# old module -> (the module that now holds its code, what to import instead).
+# old module -> the module that holds its code (`public_path` gives what to
+# import instead).
 OLD_TO_NEW = {
     'tf1prune.checkpoint_prune': 'tf1prune.export.checkpoint_prune',
     'tf1prune.freeze': 'tf1prune.export._freeze',
@@ -43,7 +44,7 @@ OLD_TO_NEW = {
     'tf1prune.strip_cli': 'tf1prune.cli.strip_pruning_vars',
     'tf1prune.structured': 'tf1prune.masks._structured',
     'tf1prune.thresholds': 'tf1prune.masks._select',
-    # The export modules of release 0.1, before the shrink became a subpackage.
+    # Private export module names; the shrink modules are `export.shrink`.
     'tf1prune.export._atomic': 'tf1prune.export.atomic',
     'tf1prune.export._attrs': 'tf1prune.export.attrs',
     'tf1prune.export._checkpoint_prune': 'tf1prune.export.checkpoint_prune',
@@ -62,7 +63,7 @@ OLD_TO_NEW = {
     'tf1prune.export._shrink_values': 'tf1prune.export.shrink.removed_values',
     'tf1prune.export._stream': 'tf1prune.export.stream',
     'tf1prune.export._table': 'tf1prune.export.table',
-    # The flat modules of release 0.1, now in the subpackages by concept.
+    # Flat modules of the package, in the subpackages by concept.
     'tf1prune.channel_groups': 'tf1prune.channels.training_graph',
     'tf1prune.hooks': 'tf1prune.training.hooks',
     'tf1prune.hparams': 'tf1prune.plan.hparams',
@@ -93,7 +94,7 @@ OLD_TO_NEW = {
     'tf1prune.keras._shrink_view': 'tf1prune.keras.shrink.layers',
 }
 
-# module -> {name that moved out of it: the module that now holds it}.
+# module -> {name that moved out of it: the module that holds it}.
 # Each module listed defines `__getattr__ = moved_names(__name__)`.
 OLD_NAMES = {
     'tf1prune.export.checkpoint_prune': {

@@ -48,7 +48,7 @@ from tf1prune.export._strip import (graph_def_from_checkpoint, strip_checkpoint,
 from tf1prune.export.inference import inference_graph_def, write_inference_graph
 from tf1prune.export.training_ops import TrainingGraphError
 from tf1prune.export._tflite import TFLiteReport, write_tflite
-from tf1prune.export.write_pb import write_pb
+from tf1prune.export.pipeline import write_pb
 
 __all__ = ['CheckpointPruneError', 'LayerShrink', 'LayerStats', 'ShrinkReport',
            'ShrinkStop', 'StripReport', 'TrainingGraphError',

@@ -27,9 +27,9 @@ default value are not written, devices are cleared.
 
 `strip_checkpoint` reads top-down, one step per module: `Checkpoint.read`
 (prefix, meta graph, reader: `_checkpoint`) -> `freeze` (variables become lazy
-constants: `_freeze`, `_resources`) -> `fold_masks` (`_fold`) -> prune to the
-outputs and drop default attributes (`_lazy_graph`, `_attrs`) -> `_write`
-(node by node: `_stream`, `_atomic`) -> `StripReport` (`_report`).
+constants: `_freeze`, `resources`) -> `fold_masks` (`_fold`) -> prune to the
+outputs and drop default attributes (`_lazy_graph`, `attrs`) -> `_write`
+(node by node: `stream`, `atomic`) -> `StripReport` (`_report`).
 """
 
 import tensorflow.compat.v1 as tf

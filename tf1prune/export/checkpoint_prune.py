@@ -216,10 +216,10 @@ def _magnitude_masks(tf, jobs, progress=None):
   results = []
   notify(progress, 'pruning weights', 0, len(jobs))
   for scores, sparsity in jobs:
-    # A graph per weight: in one graph for all, each run went through the
-    # ops of every earlier weight too, and the time per weight grew with
-    # their number (resnet_v1_50's 54 weights: 35 s instead of 14 s, the
-    # last, conv1's 9,408 entries, 1 s; the time left was off fourfold).
+    # A graph per weight: in one graph for all, each run would go through
+    # the ops of every earlier weight too, and the time per weight would
+    # grow with their number (resnet_v1_50's 54 weights: 35 s instead of
+    # 14 s, and the progress line's time left off fourfold).
     with tf.Graph().as_default(), tf.Session() as sess:
       placeholder = tf.placeholder(scores.dtype, scores.shape)
       mask, threshold = magnitude_mask(placeholder, sparsity)

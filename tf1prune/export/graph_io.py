@@ -1,14 +1,15 @@
-"""The old `tf1prune.graph_io` names, now in one module per concern.
+"""The names of the deprecated path `tf1prune.graph_io`, from their modules.
 
     >>> from tf1prune.export import atomic, graph_io
     >>> graph_io.write_atomically is atomic.write_atomically
     True
 
-Earlier docs sent users to `tf1prune.graph_io.write_atomically`; `_moved`
-keeps that path working through this module. New code imports from where
-each name lives: `names` (input and output names), `_checkpoint` (prefix,
-meta graph), `attrs` (attributes at their default), `stream` (node by node
-serialization, byte counts), `atomic` (atomic files).
+`_moved` maps `tf1prune.graph_io` to this module, so
+`tf1prune.graph_io.write_atomically` and the other names keep working. New
+code imports from where each name lives: `names` (input and output names),
+`_checkpoint` (prefix, meta graph), `attrs` (attributes at their default),
+`stream` (node by node serialization, byte counts), `atomic` (atomic
+files).
 """
 
 # pylint: disable=unused-import

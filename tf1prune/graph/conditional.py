@@ -19,9 +19,9 @@ updates the masks on one step in `pruning_frequency`. Under control flow v2
 (TF 2.x graphs), `tf.cond` is an `If` op that the session lowers into
 `Switch` and `Merge` ops, for v1 semantics (ops of a branch on other
 devices, pruning, non-strict evaluation): then on every step where nothing
-is due, every op of the untaken update passes a dead signal on (2069 ops in
-the branch functions of the CIFAR-10 example net's update, with its nested
-conditionals). `run_if` builds the `If` op itself, its branch traced as a
+is due, every op of the untaken update passes a dead signal on (every op of
+the branch functions, nested conditionals included: thousands for a small
+net's update). `run_if` builds the `If` op itself, its branch traced as a
 `tf.function`, without that mark: the session runs it as one op, which
 calls the branch only when `pred` is true. The branch needs none of the v1
 semantics: it returns a constant and runs whole.

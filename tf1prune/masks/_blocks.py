@@ -7,18 +7,17 @@
 On TF 1.15 the CPU allocator takes its memory from glibc's malloc, which
 serves every allocation above 32 MB with a fresh mmap; each of its 4 kB pages
 then faults on its first write (9766 faults for a 40 MB output, on every run).
-At 1e7 entries an abs of the whole, summed, took 5.8x as long as the same on
-blocks of 2**20 entries, and the float mask took longer to write than to
+At 1e7 entries an abs of the whole, summed, takes 5.8x as long as the same on
+blocks of 2**20 entries, and the float mask takes longer to write than to
 compute. TF 2.21 keeps its large buffers (no faults), and there the blocks
 gain by staying in cache: 1.5x for the same abs and sum (one thread).
 Blocks of a few MB are reused by the allocator from op to op. So the mask
 update passes over the keys by blocks (`split`) and, where the float mask would
 fault in (TF 1.15) or be copied anyway (a reference variable), writes it by
 blocks of rows (`row_ranges`; `tf1prune.training.pruning._assign_mask`).
-Blocks of 2**20
-entries made the whole update 10-20% faster than 2**21 on TF 2.21 and no slower
-on TF 1.15 (2**19 about the same as 2**20, 2**17 slower: more ops), side by
-side at 1e7, one thread.
+Side by side at 1e7, one thread, blocks of 2**20 entries make the whole
+update 10-20% faster than 2**21 on TF 2.21 and no slower on TF 1.15 (2**19
+about the same as 2**20, 2**17 slower: more ops).
 """
 
 import tensorflow.compat.v1 as tf

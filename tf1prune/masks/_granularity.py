@@ -29,10 +29,11 @@ def max_magnitude(magnitudes, axis):
   """`tf.reduce_max` of non-negative `magnitudes` (abs values) over `axis`,
   a NaN ranking above +inf on every stack.
 
-  TF 1.15's Max skips NaN where TF 2.x's returns it, so a block or filter
-  holding a NaN weight was kept first on one stack and scored by its other
-  entries on the other. The max is taken over the bit patterns, which order
-  like the magnitudes with NaN above +inf (`tf1prune.masks._select`).
+  TF 1.15's Max skips NaN where TF 2.x's returns it, so over the floats a
+  block or filter holding a NaN weight would be kept first on one stack and
+  scored by its other entries on the other. The max is taken over the bit
+  patterns, which order like the magnitudes with NaN above +inf
+  (`tf1prune.masks._select`).
   """
   dtype = magnitudes.dtype.base_dtype
   bits = tf.bitcast(magnitudes, _BITS[dtype.size])
@@ -137,7 +138,7 @@ class Block(Granularity):
                        np.minimum(bw, cols - bw * np.arange(nw)))
       # Multiply by reciprocals made here: TF rewrites a division by a
       # constant into an (on TF 2.x approximate) reciprocal multiply, so 14 / 4
-      # gave 3.4999998 there and 3.5 on TF 1.15, and tie orders differed.
+      # gives 3.4999998 there and 3.5 on TF 1.15, and tie orders differ.
       scores = tf.reduce_sum(blocks, axis=[1, 3]) * (1.0 / sizes).astype(
           weight.dtype.base_dtype.as_numpy_dtype)
     group_mask, threshold = select(scores, sparsity)

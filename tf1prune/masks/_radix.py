@@ -36,7 +36,7 @@ histograms of all keys are `HistogramFixedWidth`s (`_histogram` says why);
 so is the one of the gathered members, with one extra bin for the gathered
 keys outside the boundary bin: side by side on the CIFAR-10 example net's
 update, a `Bincount` there (which keeps per-thread partial counts of all
-2**15 bins and sums them) made the whole update 1.07x (one thread) to 1.16x
+2**15 bins and sums them) makes the whole update 1.07x (one thread) to 1.16x
 (default threads) slower on TF 2.21, 1.03x on TF 1.15.
 int64 keys (float64 scores), or a size unknown when the graph is built, take
 a plain four-level radix select with `Bincount`s (the raw op:

@@ -241,6 +241,6 @@ def get_pruning_hparams():
                         for n, v in _DEFAULTS))
 
 
-# `validate_hparams` lived here in 0.1; it is in `tf1prune.plan.spec` now (which
-# imports this module).
+# `validate_hparams` is in `tf1prune.plan.spec` (which imports this module);
+# its old path here warns and loads it from there.
 __getattr__ = moved_names(__name__)

@@ -138,12 +138,11 @@ def _assign_mask(variable, mask):
   * a resource variable on TF 2.x: one cast of the bool mask at full size,
     assigned. `AssignVariableOp` adopts the buffer of a value nothing else
     reads, and TF 2.x reuses its large buffers, so the mask is written once,
-    with no copy. At 1e7 entries, one thread, the whole update took
-    0.83-0.85x as long as by rows (three side-by-side runs, sparsity 0.9
-    and 0.5).
+    with no copy. At 1e7 entries, one thread, the whole update takes
+    0.83-0.85x as long as by rows (side by side, sparsity 0.9 and 0.5).
   * otherwise, cast and scattered into the variable by blocks of rows. On TF
     1.15 a float mask at full size is a fresh mmap whose every page faults
-    in (`tf1prune.masks._blocks`): the update took 0.75x as long by rows. A
+    in (`tf1prune.masks._blocks`): the update takes 0.75x as long by rows. A
     reference variable's `Assign` copies its value in, so rows cost the same
     there and keep the full-size float mask out of memory.
   """

@@ -19,8 +19,8 @@ one constant map, added with the conv's bias.
     ...  for n in small.node if n.name == 'y/shrink_map/value']
     [[1, 1, 16, 1]]
 
-The removed channel was relu(2) = 2 everywhere, and the 3x3 conv's zero
-padding gave its corners 4 taps of it, its edges 6 and its interior 9: a
+The removed channel is relu(2) = 2 everywhere, and the 3x3 conv's zero
+padding gives its corners 4 taps of it, its edges 6 and its interior 9: a
 map `M[H', W', C]` over the conv's output, the same for every example. The
 shrink adds it with the bias, as one `[1, 1, H' x W', C]` constant
 (bias + M):
@@ -31,19 +31,15 @@ in place of `BiasAdd(conv, bias)`: the same number of additions as the bias
 add, no multiply-add (the report's FLOPs count none; its parameters count
 the map's entries instead of the bias's), and no op that depends on the
 input, so it runs for any batch size N (the Add's output is
-`[1, N, H' x W', C]`). The Reshapes are free in TensorFlow; they are there
-for TF 1.15's TFLite converter (TOCO), whose
-`FuseBinaryIntoPrecedingAffine` folds an `Add` of a constant straight after
-a conv into the conv's `[C]` bias using the map's first pixel only (a
-silently wrong model); it fuses nothing across a Reshape. The constant has
-one dimension more than the Reshape's output because TOCO's
-`MoveBinaryOperatorBeforeReshape` moves an `Add` in front of the Reshape it
-reads whenever the constant's shape is the tail of that Reshape's output:
-a `[1, H' x W', C]` constant was, at batch size 1, and TOCO aborted adding
-it to the `[1, H', W', C]` conv (`Dimensions must match`). A longer shape
-is never a tail. TensorFlow 1.15 and 2.x, both TFLite converters, tf2onnx +
-onnxruntime and OpenVINO compute this form exactly, at batch size 1 too
-(docs/deployment.md).
+`[1, N, H' x W', C]`). The Reshapes, free in TensorFlow, keep TF 1.15's
+TFLite converter (TOCO) correct: it folds an `Add` of a constant straight
+after a conv into the conv's `[C]` bias, from the map's first pixel only,
+and fuses nothing across a Reshape. The constant's extra leading dimension
+keeps TOCO from moving the `Add` in front of the Reshape, which it does
+when the constant's shape is the tail of the Reshape's output (and then
+fails to add it to the conv's `[1, H', W', C]` output). TensorFlow 1.15 and
+2.x, both TFLite converters, tf2onnx + onnxruntime and OpenVINO compute
+this form exactly, at batch size 1 too (docs/deployment.md).
 
 A map of `COMPACT_FROM` entries and more is stored as the table of its
 distinct rows and columns (`compact`: a few, the borders and the interior)

@@ -64,7 +64,10 @@ from tf1prune.export.shrink.removed_values import empty_filters, extra_count
 from tf1prune.export.shrink.frozen_graph import FrozenGraph, static_shapes
 from tf1prune.export.shrink.prepare import prepare_graph_def
 from tf1prune.export.shrink.regions import RegionWalk, find_layers
-from tf1prune.export.shrink.report import LayerShrink, ShrinkReport, ShrinkStop
+# ShrinkStop too: the old paths tf1prune.shrink and
+# tf1prune.export.shrink.run load this module.
+from tf1prune.export.shrink.report import (  # noqa: F401
+    LayerShrink, ShrinkReport, ShrinkStop)
 
 _MAX_ROUNDS = 32
 OBJECTIVES = ('flops', 'params')

@@ -58,7 +58,7 @@ def solve(a, m, kernel):
 
 
 def pattern_of(run, values, shape):
-  """What `run` (a layer call, `_shrink_view.run_call` on one tensor) gives
+  """What `run` (a layer call, `layers.run_call` on one tensor) gives
   for an input whose channel `c` is `values[c]` at every position (NaN read
   as 0): float64 [Ho, Wo, C'] (batch 1)."""
   import tensorflow as tf

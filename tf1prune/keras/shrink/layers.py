@@ -115,7 +115,7 @@ ACTIVATION_OPS = {
     'softmax': 'Softmax', 'log_softmax': 'LogSoftmax'}
 _LAYERS = {'Dense': 'dense', 'Conv2D': 'conv', 'SeparableConv2D': 'separable'}
 # Convolutions the shrink does not go through (stops that say so; their
-# FLOPs are counted: `_shrink_report`).
+# FLOPs are counted: `report`).
 OTHER_CONVS = ('Conv1D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose',
                'Conv3DTranspose', 'SeparableConv1D', 'DepthwiseConv1D')
 _MERGES = ('Add', 'Subtract', 'Multiply', 'Average', 'Maximum', 'Minimum')

@@ -20,7 +20,7 @@ concats, depthwise convs and squeeze-and-excitation gates couple channels:
 all zero in every layer that writes it, and folds what such a channel still
 carries (its bias, a batch norm's shift, the activation of that constant)
 into the next layer's bias, so the outputs stay the same
-(`tf1prune.keras.shrink.plan`, `_shrink_build`). It returns the new
+(`tf1prune.keras.shrink.plan`, `rebuild`). It returns the new
 functional model and a `KerasShrinkReport`: parameters and FLOPs per layer
 before and after, and the stops (empty filters that had to stay, and why).
 `strip_model(model, shrink=True)` returns the model alone.
@@ -57,7 +57,7 @@ def shrink_model(model, fold_borders=True):
       tf_keras), pruned or not; it is not changed.
     fold_borders: a Conv2D that pads with zeros and reads removed channels
       that are nonzero constants gets one extra input channel of ones
-      (see `_shrink_build`); False: such channels stay (report stops).
+      (see `rebuild`); False: such channels stay (report stops).
 
   Returns:
     (a functional Keras model with the same inputs and outputs and the

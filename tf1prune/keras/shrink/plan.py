@@ -11,7 +11,7 @@
     >>> p.keep[id(h)].tolist()          # units 1 and 3 output relu(bias): constants
     [True, False, True, False]
 
-Every channel element `(tensor, c)` of the traced model (`_shrink_view`)
+Every channel element `(tensor, c)` of the traced model (`layers`)
 goes into the union-find of `tf1prune.channels` (its `tie`): a layer that passes channels ties its output channel
 `c` to its input channel `c`, a merge ties all its inputs, a concat ties at
 offsets, a depthwise conv spreads a channel over its multiplier, a flatten
@@ -25,7 +25,7 @@ filter that reads only constants (or nothing: all-zero weights) outputs
 pools and merges map constants to constants; zero padding (a `ZeroPadding2D`,
 or a padded depthwise conv) makes a nonzero constant vary with the position.
 With `fold_borders`, what a padded depthwise conv makes of a constant is a
-border pattern (`Plan.maps`, `_shrink_borders`) that element-wise layers
+border pattern (`Plan.maps`, `borders`) that element-wise layers
 keep and a linear 1x1 Conv2D takes as an added map (`Plan.border`); a
 padded Conv2D reads constants through a channel of ones (`Plan.ones`).
 Where those extra layers would cost more FLOPs than removing the channels
@@ -87,7 +87,7 @@ class Plan(object):
   """The result of `plan(model)`.
 
   Attributes:
-    calls: the `_shrink_view.Call`s in topological order.
+    calls: the `layers.Call`s in topological order.
     shapes: {tensor id: static shape}.
     consts: {tensor id: float64 [C]}, the constant of each channel or NaN.
     keep: {tensor id: bool [C]}, the channels that stay.

@@ -17,7 +17,7 @@
 `rebuild(model, plan)` walks the traced calls in order and makes each layer
 again from its config (`units` / `filters` / a reshape's target shape set to
 the kept channel count), calls it on the new tensors as the old one was
-called (its other arguments kept: `_shrink_view.call_arguments`) and gives it
+called (its other arguments kept: `layers.call_arguments`) and gives it
 the old weights sliced to the kept channels: a Dense or conv kernel loses the
 rows of removed inputs and the columns of removed filters; a depthwise
 kernel, batch norm statistics and per-channel weights lose the removed
@@ -104,7 +104,7 @@ def _ones_channel(keras, name, x):
 
 
 def _border_map(keras, name, x, y, chain, kernel):
-  """`y` plus the border map that the generator of `_shrink_borders` makes
+  """`y` plus the border map that the generator of `borders` makes
   of a channel of ones at `x` (the input of the pattern chain)."""
   layers = borders.generator_layers(keras, [c.layer for c in chain], name,
                                     kernel.shape[-1])
@@ -195,7 +195,7 @@ def rebuild(model, p):
 
   Args:
     model: the plain (stripped) Sequential or functional Keras model.
-    p: its `_shrink_plan.Plan`.
+    p: its `plan.Plan`.
   """
   from tf1prune.keras import _version
   keras = _version.keras_of(model)

@@ -15,7 +15,7 @@ multiply-adds of Dense and convolution layers (Conv1D / 2D / 3D, grouped or
 channels_first too, depthwise, separable: the kernel size per output
 position; a transposed conv: per input position), as the graph shrink counts
 them; biases, activations, batch norms, pools and the other layers
-(attention, recurrent, embedding) count 0. Stops are `_shrink_plan.Stop`s
+(attention, recurrent, embedding) count 0. Stops are `plan.Stop`s
 (layer, channels, reason): empty filters that had to stay.
 """
 
@@ -67,7 +67,7 @@ def layer_row(old, new, call, in_shape, in_after, out_after, helpers=()):
 
   Args:
     old, new: the layer before and after the shrink.
-    call: the old layer's `_shrink_view.Call`.
+    call: the old layer's `layers.Call`.
     in_shape: the static shape of its (first) input before the shrink.
     in_after: the input channels after it.
     out_after: the new output's static shape.
@@ -96,7 +96,7 @@ class KerasShrinkReport(ShrinkReport):
 
   Args:
     layers: list of `LayerShrink`, in the model's order.
-    stops: list of `_shrink_plan.Stop` (layer, channels, reason).
+    stops: list of `plan.Stop` (layer, channels, reason).
     output_nodes: the names of the layers that give the model's outputs.
   """
 
