@@ -112,8 +112,8 @@ NOT_BUILT = {
     'Pad': 'zero padding makes a constant vary over the positions: '
            'tests/test_shrink.py and tests/test_shrink_through.py',
     'PadV2': 'as Pad',
-    'LRN': 'only a channel that is 0 passes, and the LRN is rewritten as a '
-           'band conv: tests/test_shrink.py',
+    'LRN': 'only a channel that is 0 passes, and the LRN runs over the kept '
+           'channels put back in their places: tests/test_shrink.py',
 }
 
 

@@ -67,14 +67,17 @@ class Layer(collections.namedtuple('Layer', [
     kernel: the weights per input-output channel pair (`kh * kw`; 1 for
       dense); for an LRN its band, `2 * depth_radius + 1`.
     multiplier: a depthwise conv's channel multiplier `m` (1 otherwise).
-    positions: output positions per example (height x width; 1 for dense).
+    positions: output positions per example (height x width; 1 for dense),
+      or None when unknown (its FLOPs are then NaN).
     bias: True if a bias (or a batch norm, folded into one) follows it.
   """
 
   def terms(self):
     """[(metric, coefficient, (Width, ...))]: the cost as sums of products
     of widths."""
-    k, m, p = float(self.kernel), float(self.multiplier), float(self.positions)
+    k, m = float(self.kernel), float(self.multiplier)
+    # Unknown positions: the FLOPs are unknown (NaN), the parameters are not.
+    p = float('nan') if self.positions is None else float(self.positions)
     if self.kind == 'lrn':
       return [('flops', 2.0 * k * p, (self.inputs,))]
     if self.kind == 'depthwise':

@@ -47,11 +47,12 @@ import tensorflow.compat.v1 as tf
 from tf1prune.channels.cost import CostModel, Layer, Width
 from tf1prune.channels.graph_view import GraphView
 from tf1prune.channels.training_graph import trace_channels
+from tf1prune.export.table import count, table
 from tf1prune.masks import CoupledFilter, budget_masks
 from tf1prune.plan.budget import cost_ratio_tensor
 from tf1prune.training import channel_params
 
-__all__ = ['BudgetPlan', 'Taylor', 'applied_gradients']
+__all__ = ['BudgetPlan', 'BudgetReport', 'Taylor', 'applied_gradients']
 
 _LAYERS = ('Conv2D', 'DepthwiseConv2dNative', 'MatMul', 'LRN')
 _BATCH_NORMS = channel_params.BATCH_NORMS
@@ -368,3 +369,59 @@ class Taylor(object):
     return self._plan.reduce_members(
         item, [self.averages[t.record.name].read_value()
                for t in item.targets])
+
+
+class BudgetReport(object):
+  """Where a budget pruned: per layer, widths and cost before and after.
+
+  Attributes:
+    budget: the `tf1prune.plan.budget.Budget`.
+    allowed: the cost the schedule allows now (the budget at its end).
+    rows: per layer of the cost model, (name, kind, (inputs before, after),
+      (outputs before, after), {metric: (before, after)}).
+  """
+
+  def __init__(self, plan, keep, allowed):
+    self.budget = plan.budget
+    self.allowed = float(allowed)
+    dense = np.ones(plan.model.num_units)
+    costs = {m: (plan.model.layer_costs(None, m),
+                 plan.model.layer_costs(keep, m)) for m in ('flops', 'params')}
+    self.rows = []
+    for index, layer in enumerate(plan.model.layers):
+      widths = [(int(w.value(dense)), int(w.value(keep)))
+                for w in (layer.inputs, layer.outputs)]
+      self.rows.append((layer.name, layer.kind, widths[0], widths[1], {
+          m: (costs[m][0][index][2], costs[m][1][index][2]) for m in costs}))
+
+  def total(self, metric, after=True):
+    """The model's cost in `metric` ('flops' or 'params')."""
+    return sum(row[4][metric][1 if after else 0] for row in self.rows)
+
+  def to_dict(self):
+    """The report as a JSON-serializable dict."""
+    return {
+        'budget': str(self.budget), 'allowed': self.allowed,
+        'layers': [{'name': n, 'kind': k, 'inputs': list(i),
+                    'outputs': list(o),
+                    'flops': list(c['flops']), 'params': list(c['params'])}
+                   for n, k, i, o, c in self.rows],
+        'totals': {m: [self.total(m, False), self.total(m)]
+                   for m in ('flops', 'params')}}
+
+  def format_table(self):
+    """The report as a text table."""
+    def arrow(pair, scale=int):
+      return '%s -> %s' % (count(scale(pair[0])), count(scale(pair[1])))
+    rows = [(name, kind, arrow(i), arrow(o), arrow(c['params']),
+             arrow(c['flops'])) for name, kind, i, o, c in self.rows]
+    total = ('total', '', '', '', arrow((self.total('params', False),
+                                         self.total('params'))),
+             arrow((self.total('flops', False), self.total('flops'))))
+    out = table(('layer', 'kind', 'inputs', 'outputs', 'params', 'FLOPs'),
+                rows, total)
+    metric = self.budget.kind
+    out.append('budget %s: %s x%.4f now allowed, x%.4f reached' % (
+        self.budget, metric, self.allowed / self.total(metric, False),
+        self.total(metric) / self.total(metric, False)))
+    return '\n'.join(out)

@@ -39,7 +39,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1prune.graph import conditional, locks
 from tf1prune.training import channel_params, coupled
-from tf1prune.training.budget import BudgetPlan, Taylor
+from tf1prune.training.budget import BudgetPlan, BudgetReport, Taylor
 from tf1prune.training.contrib_spec import HParamsView, reparse
 from tf1prune.plan.hparams import get_pruning_hparams
 from tf1prune.graph.masking import masked_weight_records
@@ -318,6 +318,8 @@ class Pruning(object):
 
   def _prunable(self):
     """Returns (plain `_Target`s, `CoupledTargets`) of the pruned weights."""
+    if self._budget is not None:
+      return self._budget[:2]     # made once: it holds variables
     records = masked_weight_records()
     # Mask entries under a lock keep their value (tf1prune.graph.locks).
     frozen = locks.frozen_mask_regions(records)
@@ -333,23 +335,29 @@ class Pruning(object):
       prunable = coupled.plan_coupled(targets, records, graph, self._plan)
       self._params = self._channel_params(prunable)
       return prunable
-    if self._budget is None:
-      budget = BudgetPlan(graph, records, self._parsed)
-      plain, items = coupled.plan_coupled(targets, records, graph, self._plan,
-                                          budget.trace.groups)
-      budget.use(items)
-      # Variables and the importance update: outside the caller's control
-      # dependencies (an initializer must not run a training step).
-      with tf.control_dependencies(None):
-        taylor = (Taylor(budget, self._parsed.budget_taylor_decay,
-                         self._loss)
-                  if self._parsed.budget_criterion == 'taylor' else None)
-        with tf.variable_scope(self._parsed.name, reuse=tf.AUTO_REUSE):
-          self._budget_cost_ratio = tf.get_variable(
-              'budget_cost_ratio', [], tf.float32,
-              initializer=tf.ones_initializer(), trainable=False)
-      self._budget = (plain, items, budget, taylor)
-      self._params = self._channel_params(self._budget[:2])
+    budget = BudgetPlan(graph, records, self._parsed)
+    plain, items = coupled.plan_coupled(targets, records, graph, self._plan,
+                                        budget.trace.groups)
+    budget.use(items)
+    # Variables and the importance update: outside the caller's control
+    # dependencies (an initializer must not run a training step).
+    with tf.control_dependencies(None):
+      taylor = (Taylor(budget, self._parsed.budget_taylor_decay,
+                       self._loss)
+                if self._parsed.budget_criterion == 'taylor' else None)
+      with tf.variable_scope(self._parsed.name, reuse=tf.AUTO_REUSE):
+        self._budget_cost_ratio = tf.get_variable(
+            'budget_cost_ratio', [], tf.float32,
+            initializer=tf.ones_initializer(), trainable=False)
+      with tf.name_scope(self._parsed.name + '_budget'):
+        # What `budget_report` reads (built now: a training session
+        # finalizes the graph).
+        allowed = budget.cost_budget(self._global_step, self._parsed.schedule)
+        self._budget_now = (
+            tf.concat([budget.current_units(item) for item in items], 0),
+            allowed, allowed / budget.dense)
+    self._budget = (plain, items, budget, taylor)
+    self._params = self._channel_params(self._budget[:2])
     return self._budget[:2]
 
   def _channel_params(self, prunable):
@@ -479,6 +487,14 @@ class Pruning(object):
         results[target.record.name] = (mask, ratio)
     return results
 
+  def channel_params(self):
+    """The biases and batch norm scales and offsets zeroed with the
+    channels the masks remove (with a budget or `prune_channel_params`):
+    [(variable, owner index, units, what)] of
+    `tf1prune.training.channel_params.find`."""
+    self._prunable()
+    return list(self._params[1])
+
   def channel_params_op(self):
     """An op that zeroes the biases and batch norm scales and offsets of
     the output channels the masks removed (`tf1prune.training.
@@ -498,6 +514,36 @@ class Pruning(object):
     owners, found = self._params
     with tf.name_scope(self._parsed.name + '_channel_params'):
       return channel_params.zero_op(found, owners)
+
+  @property
+  def cost_ratio(self):
+    """With a budget: the float32 scalar variable of the exported graph's
+    cost ratio (to the dense model's) that the last mask update reached, 1
+    before the first; None without a budget."""
+    if self.budget_plan() is None:
+      return None
+    return self._budget_cost_ratio
+
+  @property
+  def cost_ratio_target(self):
+    """With a budget: the float64 scalar tensor of the cost ratio the
+    schedule allows at the current step; None without a budget."""
+    return None if self.budget_plan() is None else self._budget_now[2]
+
+  def budget_report(self, sess):
+    """The `tf1prune.training.budget.BudgetReport` of the current masks
+    in `sess`: per layer, the widths and the cost before and after, and the
+    cost the schedule allows at the current step.
+
+    Raises:
+      ValueError: there is no budget.
+    """
+    plan = self.budget_plan()
+    if plan is None:
+      raise ValueError('budget_report needs the budget hparam; this Pruning '
+                       'has none (budget=%r)' % self._parsed.values()['budget'])
+    units, allowed = sess.run(self._budget_now[:2])
+    return BudgetReport(plan, units, allowed)
 
   def importance_update_op(self):
     """The op that updates the `taylor` importance averages; run it in
@@ -618,11 +664,11 @@ class Pruning(object):
                           record.threshold)
       if self._parsed.budget is not None:
         budget = self.budget_plan()
-        tf.summary.scalar('budget/cost_ratio_target', budget.cost_budget(
-            self._global_step, self._parsed.schedule) / budget.dense)
+        units, _, ratio = self._budget_now
+        tf.summary.scalar('budget/cost_ratio_target', ratio)
         tf.summary.scalar('budget/cost_ratio', self._budget_cost_ratio)
-        for item in budget.items:
-          kept = tf.reduce_mean(budget.current_units(item))
+        for item, kept in zip(budget.items, budget.split(units)):
+          kept = tf.reduce_mean(kept)
           for member in item.group.members:
             tf.summary.scalar(member.name + '/kept_channels', kept)
 
