@@ -147,7 +147,9 @@ def test_a_budget_above_the_cost_keeps_everything():
 @pytest.mark.parametrize('kwargs,message', [
     (dict(normalization='sum'),
      "normalization must be 'mean', 'max' or 'none', got 'sum'"),
-    (dict(min_channels=-1), 'min_channels must be an int >= 0, got -1'),
+    (dict(min_channels=-1), r'min_channels must be an int >= 0 or one per '
+     r'group \(1\), got -1'),
+    (dict(min_channels=[1, 2]), r'one per group \(1\), got \[1, 2\]'),
     (dict(multiple=0), 'multiple must be an int >= 1, got 0'),
 ])
 def test_bad_arguments_name_the_value(kwargs, message):

@@ -125,7 +125,8 @@ def budget_masks(importance, unit_group, arrays, budget, current=None,
     current: optional float [U] tensor, the units kept now (1) or not (0):
       removal savings are taken at these widths; None: every unit kept.
     normalization: 'mean', 'max' or 'none' of each group's importances.
-    min_channels: int >= 0, units a group keeps at least (while it has them).
+    min_channels: int >= 0, units a group keeps at least (while it has them),
+      or one such int per group.
     multiple: int >= 1, each group's kept count is rounded up to a multiple.
     locked: optional bool [U] tensor, units always kept.
 
@@ -142,10 +143,11 @@ def budget_masks(importance, unit_group, arrays, budget, current=None,
   if unit_group.ndim != 1 or not unit_group.size or (sizes == 0).any():
     raise ValueError('unit_group must give every unit a group 0 .. G-1 with '
                      'no group empty, got %r' % (unit_group.tolist(),))
-  if isinstance(min_channels, bool) or int(min_channels) != min_channels or \
-      min_channels < 0:
-    raise ValueError('min_channels must be an int >= 0, got %r'
-                     % (min_channels,))
+  least = np.asarray(min_channels)
+  if least.dtype.kind not in 'iu' or least.ndim not in (0, 1) or (
+      least.ndim == 1 and least.shape != sizes.shape) or (least < 0).any():
+    raise ValueError('min_channels must be an int >= 0 or one per group '
+                     '(%d), got %r' % (num_groups, min_channels))
   if isinstance(multiple, bool) or int(multiple) != multiple or multiple < 1:
     raise ValueError('multiple must be an int >= 1, got %r' % (multiple,))
   num_units = len(unit_group)
@@ -171,7 +173,7 @@ def budget_masks(importance, unit_group, arrays, budget, current=None,
   position = tf.scatter_nd(order[:, None], tf.range(num_units), [num_units])
   removable = tf.reduce_sum(tf.cast(tf.math.is_finite(score), tf.int32))
   rank = _group_ranks(importance, unit_group)
-  floor = np.minimum(int(min_channels), sizes)
+  floor = np.minimum(least, sizes)
 
   def keep_after(leaving):
     """The keep mask when the first `leaving` units of `order` leave."""

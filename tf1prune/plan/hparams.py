@@ -62,6 +62,8 @@ _DEFAULTS = (
     ('budget_criterion', 'l2'),
     ('budget_normalization', 'mean'),
     ('budget_taylor_decay', 0.9),
+    ('budget_sensitivity', ''),
+    ('budget_max_drop', 0.01),
     # Zero the bias and batch norm of a removed output channel (always with
     # a budget).
     ('prune_channel_params', False),

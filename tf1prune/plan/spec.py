@@ -225,6 +225,9 @@ def _check_ranges(hp):
   _check(0.0 <= hp.budget_taylor_decay < 1.0,
          'budget_taylor_decay must be in [0, 1), got %r',
          hp.budget_taylor_decay)
+  _check(hp.budget_max_drop >= 0.0,
+         'budget_max_drop must be >= 0 (how much worse than the baseline the '
+         'sensitivity metric may get), got %r', hp.budget_max_drop)
   return schedule
 
 
@@ -236,7 +239,8 @@ _Spec = collections.namedtuple('PruningSpec', [
     'schedule', 'threshold_method', 'threshold_decay', 'nbins',
     'group_importance', 'channel_groups', 'block', 'do_not_prune',
     'weight_sparsity_map', 'budget', 'budget_criterion',
-    'budget_normalization', 'budget_taylor_decay', 'prune_channel_params',
+    'budget_normalization', 'budget_taylor_decay', 'budget_sensitivity',
+    'budget_max_drop', 'prune_channel_params',
     'block_dims_map', 'granularity_map', 'global_pruning_groups', 'hparams'])
 
 
@@ -255,8 +259,9 @@ class PruningSpec(_Spec):
       `block_pooling_function`.
     do_not_prune, global_pruning_groups: `tf1prune.plan.regex_maps.RegexList`s.
     budget: the `tf1prune.plan.budget.Budget` of the `budget` hparam, or
-      None; budget_criterion, budget_normalization, budget_taylor_decay: the
-      hparams; prune_channel_params: the hparam, True with a budget.
+      None; budget_criterion, budget_normalization, budget_taylor_decay,
+      budget_sensitivity, budget_max_drop: the hparams;
+      prune_channel_params: the hparam, True with a budget.
     weight_sparsity_map, block_dims_map, granularity_map:
       `tf1prune.plan.regex_maps.RegexMap`s of floats, (H, W) pairs and
       `GranularitySpec`s.
@@ -300,6 +305,8 @@ class PruningSpec(_Spec):
         budget_criterion=hp.budget_criterion,
         budget_normalization=hp.budget_normalization,
         budget_taylor_decay=float(hp.budget_taylor_decay),
+        budget_sensitivity=hp.budget_sensitivity,
+        budget_max_drop=float(hp.budget_max_drop),
         prune_channel_params=bool(hp.prune_channel_params or hp.budget),
         hparams=tuple(sorted(
             (n, tuple(v) if isinstance(v, (list, tuple)) else v)

@@ -40,6 +40,7 @@ shrink to stop at.
 """
 
 import collections
+import math
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -129,6 +130,7 @@ class BudgetPlan(object):
       total += item.group.num_units
     self.unit_group = np.repeat(np.arange(len(self.items)),
                                 [g.num_units for g in self.groups])
+    self.floors = self._floors()
     self.model = CostModel(total, self._layers(unit_index))
     metric = self.budget.kind
     unknown = [l.name for l in self.model.layers if l.positions is None]
@@ -144,21 +146,40 @@ class BudgetPlan(object):
       raise ValueError(
           'budget %s is below what the pruned model can cost: with every '
           'group at its minimum (channel_group_min_channels=%d, '
-          'channel_group_multiple=%d) it costs %s %s, %.4f of the dense %s; '
-          'give a budget of at least %s:%.4f, or lower the minimums' % (
+          'channel_group_multiple=%d%s) it costs %s %s, %.4f of the dense '
+          '%s; give a budget of at least %s:%.4f, or lower the minimums' % (
               self.budget, self.spec.channel_groups[1],
-              self.spec.channel_groups[2], '{:,}'.format(int(least)),
-              metric, least / self.dense, '{:,}'.format(int(self.dense)),
-              metric, least / self.dense))
+              self.spec.channel_groups[2],
+              ', the limits of budget_sensitivity with budget_max_drop=%g'
+              % self.spec.budget_max_drop if self.spec.budget_sensitivity
+              else '', '{:,}'.format(int(least)), metric, least / self.dense,
+              '{:,}'.format(int(self.dense)), metric, least / self.dense))
     return self
 
+  def _floors(self):
+    """int [G]: the units each group keeps at least: its
+    `channel_group_min_channels`, raised by the sensitivity limits."""
+    least = self.spec.channel_groups[1]
+    floors = np.array([min(least, g.num_units) for g in self.groups],
+                      np.int64)
+    if self.spec.budget_sensitivity:
+      # Imported here: the analysis itself runs a Pruning.
+      from tf1prune.training import sensitivity
+      allowed = sensitivity.limits(
+          sensitivity.SensitivityReport.load(self.spec.budget_sensitivity),
+          self.spec.budget_max_drop)
+      for index, group in enumerate(self.groups):
+        fraction = min(allowed.get(m.name, 1.0) for m in group.members)
+        floors[index] = max(floors[index], int(math.ceil(
+            group.num_units * (1.0 - fraction) - 1e-9)))
+    return floors
+
   def _minimum_keep(self):
-    _, least, multiple = self.spec.channel_groups
+    multiple = self.spec.channel_groups[2]
     keep = np.zeros(self.model.num_units)
-    for offset, group in zip(self.offsets, self.groups):
-      count = min(least, group.num_units)
-      count = min(-(-count // multiple) * multiple, group.num_units)
-      keep[offset:offset + count] = 1.0
+    for offset, group, least in zip(self.offsets, self.groups, self.floors):
+      least = min(-(-int(least) // multiple) * multiple, group.num_units)
+      keep[offset:offset + least] = 1.0
     return keep
 
   def _width(self, tensor, unit_index):
@@ -234,11 +255,10 @@ class BudgetPlan(object):
       locked: bool [U] or None, units always kept.
       budget: float64 scalar, the cost allowed.
     """
-    _, least, multiple = self.spec.channel_groups
     return budget_masks(importance, self.unit_group,
                         self.model.arrays(self.budget.kind), budget, current,
-                        self.spec.budget_normalization, least, multiple,
-                        locked)
+                        self.spec.budget_normalization, self.floors,
+                        self.spec.channel_groups[2], locked)
 
   def split(self, units):
     """The [U] tensor `units`, one piece per group."""
