@@ -40,7 +40,7 @@ import collections
 
 import numpy as np
 
-__all__ = ['CostModel', 'Layer', 'Width', 'METRICS']
+__all__ = ['CostModel', 'Geometry', 'Layer', 'Width', 'METRICS']
 
 METRICS = ('flops', 'params')
 
@@ -54,9 +54,23 @@ class Width(collections.namedtuple('Width', ['fixed', 'units'])):
     return float(self.fixed) + float(sum(c * keep[u] for u, c in self.units))
 
 
+class Geometry(collections.namedtuple('Geometry', [
+    'size', 'kernel', 'strides', 'padding', 'dilations', 'activation',
+    'channels'])):
+  """What it takes to build a layer again, at other widths (to time it).
+
+  Attributes:
+    size: the input's (height, width); (1, 1) for dense.
+    kernel: (kh, kw); strides, dilations: (h, w); padding: 'SAME' or
+      'VALID' (a conv's), or the LRN's (depth_radius, bias, alpha, beta).
+    activation: the op type of the activation after its bias, or None.
+    channels: the full (input, output) widths.
+  """
+
+
 class Layer(collections.namedtuple('Layer', [
     'name', 'kind', 'inputs', 'outputs', 'kernel', 'multiplier', 'positions',
-    'bias'])):
+    'bias', 'geometry'])):
   """One op that costs (see the module docstring).
 
   Attributes:
@@ -70,7 +84,14 @@ class Layer(collections.namedtuple('Layer', [
     positions: output positions per example (height x width; 1 for dense),
       or None when unknown (its FLOPs are then NaN).
     bias: True if a bias (or a batch norm, folded into one) follows it.
+    geometry: its `Geometry`, or None.
   """
+
+  def __new__(cls, name, kind, inputs, outputs, kernel, multiplier,
+              positions, bias, geometry=None):
+    return super(Layer, cls).__new__(cls, name, kind, inputs, outputs,
+                                     kernel, multiplier, positions, bias,
+                                     geometry)
 
   def terms(self):
     """[(metric, coefficient, (Width, ...))]: the cost as sums of products

@@ -38,7 +38,8 @@ the budget, that model is the result (`cost` then exceeds the budget).
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-__all__ = ['NORMALIZATIONS', 'budget_masks', 'marginal_costs']
+__all__ = ['BilinearCost', 'NORMALIZATIONS', 'budget_masks',
+           'marginal_costs']
 
 NORMALIZATIONS = ('mean', 'max', 'none')
 
@@ -57,10 +58,23 @@ def _other(widths, index):
                      tf.ones_like(tf.gather(widths, safe)))
 
 
-def _cost(arrays, keep):
-  widths = _widths(arrays, keep)
-  return tf.reduce_sum(arrays['coef'] * tf.gather(widths, arrays['first']) *
-                       _other(widths, arrays['second']))
+class BilinearCost(object):
+  """A cost that is a sum of products of widths (`CostModel.arrays`), as
+  tensors: `cost(keep)` and `marginals(keep, num_units)`. Any object with
+  these two methods can be given to `budget_masks` instead (a latency
+  table's, `tf1prune.latency.LatencyCost`)."""
+
+  def __init__(self, arrays):
+    self.arrays = arrays
+
+  def cost(self, keep):
+    arrays = self.arrays
+    widths = _widths(arrays, keep)
+    return tf.reduce_sum(arrays['coef'] * tf.gather(widths, arrays['first']) *
+                         _other(widths, arrays['second']))
+
+  def marginals(self, keep, num_units):
+    return marginal_costs(self.arrays, keep, num_units)
 
 
 def marginal_costs(arrays, keep, num_units):
@@ -111,7 +125,7 @@ def _group_ranks(importance, unit_group):
   return tf.scatter_nd(order[:, None], rank, [len(unit_group)])
 
 
-def budget_masks(importance, unit_group, arrays, budget, current=None,
+def budget_masks(importance, unit_group, cost, budget, current=None,
                  normalization='mean', min_channels=1, multiple=1,
                  locked=None):
   """Returns (float32 [U] keep mask, float64 cost): the units that stay.
@@ -120,7 +134,9 @@ def budget_masks(importance, unit_group, arrays, budget, current=None,
     importance: float [U] tensor, the units' importance (higher: keep).
     unit_group: int sequence [U], each unit's group, 0 .. G - 1 (every
       group has at least one unit).
-    arrays: `CostModel.arrays(metric)` of the model, over the same units.
+    cost: `CostModel.arrays(metric)` of the model, over the same units, or
+      an object with `cost(keep)` and `marginals(keep, num_units)` tensors
+      (`BilinearCost`, `tf1prune.latency.LatencyCost`).
     budget: float scalar (tensor), the cost allowed.
     current: optional float [U] tensor, the units kept now (1) or not (0):
       removal savings are taken at these widths; None: every unit kept.
@@ -134,6 +150,8 @@ def budget_masks(importance, unit_group, arrays, budget, current=None,
     ValueError: a bad `normalization`, `min_channels`, `multiple` or
       `unit_group`.
   """
+  if isinstance(cost, dict):
+    cost = BilinearCost(cost)
   if normalization not in NORMALIZATIONS:
     raise ValueError("normalization must be 'mean', 'max' or 'none', got %r"
                      % (normalization,))
@@ -158,9 +176,9 @@ def budget_masks(importance, unit_group, arrays, budget, current=None,
   if locked is not None:
     importance = tf.where_v2(locked, tf.fill([num_units], np.float64(np.inf)),
                              importance)
-  keep_now = (np.ones(num_units) if current is None else
+  keep_now = (tf.constant(np.ones(num_units)) if current is None else
               tf.cast(current, tf.float64))
-  saves = tf.unsorted_segment_sum(marginal_costs(arrays, keep_now, num_units),
+  saves = tf.unsorted_segment_sum(cost.marginals(keep_now, num_units),
                                   unit_group, num_groups) / sizes
   saves = tf.gather(saves, unit_group)
   score = _normalized(importance, unit_group, num_groups, normalization)
@@ -187,10 +205,10 @@ def budget_masks(importance, unit_group, arrays, budget, current=None,
 
   def search(low, high):
     mid = (low + high) // 2
-    fits = _cost(arrays, keep_after(mid)) <= budget
+    fits = cost.cost(keep_after(mid)) <= budget
     return tf.where_v2(fits, low, mid + 1), tf.where_v2(fits, mid, high)
 
   low, _ = tf.while_loop(lambda low, high: low < high, search,
                          [tf.constant(0), removable])
   keep = keep_after(low)
-  return tf.cast(keep, tf.float32), _cost(arrays, keep)
+  return tf.cast(keep, tf.float32), cost.cost(keep)

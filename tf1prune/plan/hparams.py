@@ -64,6 +64,11 @@ _DEFAULTS = (
     ('budget_taylor_decay', 0.9),
     ('budget_sensitivity', ''),
     ('budget_max_drop', 0.01),
+    # A latency budget's table, and the runtime it is measured on.
+    ('latency_table', ''),
+    ('latency_runtime', 'tf'),
+    ('latency_threads', 1),
+    ('latency_batch', 1),
     # Zero the bias and batch norm of a removed output channel (always with
     # a budget).
     ('prune_channel_params', False),

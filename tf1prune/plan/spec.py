@@ -225,6 +225,13 @@ def _check_ranges(hp):
   _check(0.0 <= hp.budget_taylor_decay < 1.0,
          'budget_taylor_decay must be in [0, 1), got %r',
          hp.budget_taylor_decay)
+  _check(hp.latency_runtime in ('tf', 'tflite'),
+         "latency_runtime must be 'tf' (a TF session) or 'tflite' (the TFLite "
+         "interpreter), got %r", hp.latency_runtime)
+  _check(hp.latency_threads >= 1, 'latency_threads must be >= 1, got %d',
+         hp.latency_threads)
+  _check(hp.latency_batch >= 1, 'latency_batch must be >= 1, got %d',
+         hp.latency_batch)
   _check(hp.budget_max_drop >= 0.0,
          'budget_max_drop must be >= 0 (how much worse than the baseline the '
          'sensitivity metric may get), got %r', hp.budget_max_drop)
@@ -240,7 +247,8 @@ _Spec = collections.namedtuple('PruningSpec', [
     'group_importance', 'channel_groups', 'block', 'do_not_prune',
     'weight_sparsity_map', 'budget', 'budget_criterion',
     'budget_normalization', 'budget_taylor_decay', 'budget_sensitivity',
-    'budget_max_drop', 'prune_channel_params',
+    'budget_max_drop', 'latency_table', 'latency_runtime', 'latency_threads',
+    'latency_batch', 'prune_channel_params',
     'block_dims_map', 'granularity_map', 'global_pruning_groups', 'hparams'])
 
 
@@ -260,7 +268,8 @@ class PruningSpec(_Spec):
     do_not_prune, global_pruning_groups: `tf1prune.plan.regex_maps.RegexList`s.
     budget: the `tf1prune.plan.budget.Budget` of the `budget` hparam, or
       None; budget_criterion, budget_normalization, budget_taylor_decay,
-      budget_sensitivity, budget_max_drop: the hparams;
+      budget_sensitivity, budget_max_drop, latency_table, latency_runtime,
+      latency_threads, latency_batch: the hparams;
       prune_channel_params: the hparam, True with a budget.
     weight_sparsity_map, block_dims_map, granularity_map:
       `tf1prune.plan.regex_maps.RegexMap`s of floats, (H, W) pairs and
@@ -307,6 +316,8 @@ class PruningSpec(_Spec):
         budget_taylor_decay=float(hp.budget_taylor_decay),
         budget_sensitivity=hp.budget_sensitivity,
         budget_max_drop=float(hp.budget_max_drop),
+        latency_table=hp.latency_table, latency_runtime=hp.latency_runtime,
+        latency_threads=hp.latency_threads, latency_batch=hp.latency_batch,
         prune_channel_params=bool(hp.prune_channel_params or hp.budget),
         hparams=tuple(sorted(
             (n, tuple(v) if isinstance(v, (list, tuple)) else v)

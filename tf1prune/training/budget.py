@@ -41,14 +41,17 @@ shrink to stop at.
 
 import collections
 import math
+import os
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.channels.cost import CostModel, Layer, Width
+from tf1prune.channels.cost import CostModel, Geometry, Layer, Width
 from tf1prune.channels.graph_view import GraphView
 from tf1prune.channels.training_graph import trace_channels
 from tf1prune.export.table import count, table
+from tf1prune.latency import LatencyCost, LatencyTable, signature
+from tf1prune.latency import profile as profile_latency
 from tf1prune.masks import CoupledFilter, budget_masks
 from tf1prune.plan.budget import cost_ratio_tensor
 from tf1prune.training import channel_params
@@ -60,6 +63,49 @@ _BATCH_NORMS = channel_params.BATCH_NORMS
 _BIAS_ADDS = channel_params.BIAS_ADDS
 _source, _static, _followers = (channel_params.source, channel_params.static,
                                 channel_params.followers)
+
+
+_ACTIVATIONS = frozenset(['Relu', 'Relu6', 'Elu', 'Selu', 'Sigmoid', 'Tanh',
+                          'LeakyRelu', 'Softplus'])
+
+
+def _activation(op):
+  """The op type of the activation after layer `op`'s bias (or batch
+  norm), or None."""
+  tensor = op.outputs[0]
+  for _ in range(3):
+    nexts = [f for f in _followers(tensor)]
+    if len(nexts) != 1:
+      return None
+    follower = nexts[0]
+    if follower.type in _ACTIVATIONS:
+      return follower.type
+    if follower.type not in _BIAS_ADDS and follower.type not in _BATCH_NORMS:
+      return None
+    tensor = follower.outputs[0]
+  return None
+
+
+def _geometry(op):
+  """The `Geometry` of a Conv2D, depthwise conv or MatMul op."""
+  shape, weight = _static(op.inputs[0]), _static(op.inputs[1])
+  if op.type == 'MatMul':
+    return Geometry((1, 1), (1, 1), (1, 1), 'VALID', (1, 1), _activation(op),
+                    (weight[0], weight[1]))
+  attr = lambda key: [int(v) for v in op.get_attr(key)]
+  padding = op.get_attr('padding')
+  padding = padding.decode() if isinstance(padding, bytes) else padding
+  outputs = weight[2] * weight[3] if op.type == 'DepthwiseConv2dNative' \
+      else weight[3]
+  return Geometry(tuple(shape[1:3]), tuple(weight[:2]),
+                  tuple(attr('strides')[1:3]), padding,
+                  tuple(attr('dilations')[1:3]), _activation(op),
+                  (weight[2], outputs))
+
+
+def _amount(value, metric):
+  return ('%.4g ms' % value if metric == 'latency' else
+          '{:,}'.format(int(value)))
 
 
 def _has_bias(op):
@@ -139,22 +185,63 @@ class BudgetPlan(object):
           'budget %s: the output size of %s is unknown, so its FLOPs are; '
           'give the model input a static height and width' % (
               self.budget, ', '.join(unknown[:3])))
-    self.dense = self.model.cost(None, metric)
+    self.multiple = self.spec.channel_groups[2]
+    self.latency = None
+    if metric == 'latency':
+      self.latency = LatencyCost(self.model, self._latency_table())
+      if self.multiple == 1:
+        self.multiple = self.latency.table.step   # the runtime's channel step
+    self.dense = self.cost_of(None)
     self.ratio = self.budget.ratio(self.dense)
-    least = self.model.cost(self._minimum_keep(), metric)
+    least = self.cost_of(self._minimum_keep())
     if least > self.ratio * self.dense:
       raise ValueError(
           'budget %s is below what the pruned model can cost: with every '
           'group at its minimum (channel_group_min_channels=%d, '
           'channel_group_multiple=%d%s) it costs %s %s, %.4f of the dense '
           '%s; give a budget of at least %s:%.4f, or lower the minimums' % (
-              self.budget, self.spec.channel_groups[1],
-              self.spec.channel_groups[2],
+              self.budget, self.spec.channel_groups[1], self.multiple,
               ', the limits of budget_sensitivity with budget_max_drop=%g'
               % self.spec.budget_max_drop if self.spec.budget_sensitivity
-              else '', '{:,}'.format(int(least)), metric, least / self.dense,
-              '{:,}'.format(int(self.dense)), metric, least / self.dense))
+              else '', _amount(least, metric), metric, least / self.dense,
+              _amount(self.dense, metric), metric, least / self.dense))
     return self
+
+  def cost_of(self, keep):
+    """The model's cost in the budget's metric with `keep` (NumPy 0/1 per
+    unit; None: every unit)."""
+    if self.latency is not None:
+      return self.latency.cost_of(np.ones(self.model.num_units)
+                                  if keep is None else keep)
+    return self.model.cost(keep, self.budget.kind)
+
+  def _latency_table(self):
+    """The latency table of `latency_table`: read if it fits the layers and
+    the runtime, else measured now and written there."""
+    spec = self.spec
+    if not spec.latency_table:
+      raise ValueError(
+          'budget %s needs latency_table=PATH: the file the layers\' times on '
+          'the runtime are written to (measured once, a minute or so) and '
+          'read from; e.g. next to the checkpoints' % (self.budget,))
+    wanted = signature(self.model.layers)
+    if os.path.exists(spec.latency_table):
+      table = LatencyTable.load(spec.latency_table)
+      if table.matches(wanted, spec.latency_runtime, spec.latency_threads,
+                       spec.latency_batch):
+        return table
+      tf.logging.warning('latency_table %s was measured for other layers or '
+                         'another runtime; measuring again',
+                         spec.latency_table)
+    tf.logging.info('budget %s: timing %d layers on %s (%d thread(s), batch '
+                    '%d) for %s', self.budget, len(wanted),
+                    spec.latency_runtime, spec.latency_threads,
+                    spec.latency_batch, spec.latency_table)
+    table = profile_latency(self.model.layers, spec.latency_runtime,
+                            spec.latency_threads, spec.latency_batch,
+                            find_step=True)
+    table.save(spec.latency_table)
+    return table
 
   def _floors(self):
     """int [G]: the units each group keeps at least: its
@@ -175,7 +262,7 @@ class BudgetPlan(object):
     return floors
 
   def _minimum_keep(self):
-    multiple = self.spec.channel_groups[2]
+    multiple = self.multiple
     keep = np.zeros(self.model.num_units)
     for offset, group, least in zip(self.offsets, self.groups, self.floors):
       least = min(-(-int(least) // multiple) * multiple, group.num_units)
@@ -219,14 +306,16 @@ class BudgetPlan(object):
       inputs = self._width(op.inputs[0], unit_index)
       outputs = self._width(op.outputs[0], unit_index)
       bias = _has_bias(op)
+      geometry = _geometry(op)
       if op.type == 'MatMul':
-        layers.append(Layer(op.name, 'dense', inputs, outputs, 1, 1, 1, bias))
+        layers.append(Layer(op.name, 'dense', inputs, outputs, 1, 1, 1, bias,
+                            geometry))
         continue
       positions = (out[1] * out[2] if out and None not in out[1:3] else None)
       kind = 'depthwise' if op.type == 'DepthwiseConv2dNative' else 'conv'
       multiplier = shape[3] if kind == 'depthwise' else 1
       layers.append(Layer(op.name, kind, inputs, outputs, shape[0] * shape[1],
-                          multiplier, positions, bias))
+                          multiplier, positions, bias, geometry))
     return layers
 
   def _lrn(self, op):
@@ -236,8 +325,11 @@ class BudgetPlan(object):
     radius = int(op.get_attr('depth_radius'))
     # The shrink keeps an LRN at its full width (the kept channels in their
     # places), so its cost does not depend on the units.
+    geometry = Geometry(tuple(shape[1:3]), (1, 1), (1, 1), (
+        radius, float(op.get_attr('bias')), float(op.get_attr('alpha')),
+        float(op.get_attr('beta'))), (1, 1), None, (shape[-1], shape[-1]))
     return Layer(op.name, 'lrn', Width(shape[-1], ()), Width(shape[-1], ()),
-                 2 * radius + 1, 1, positions, False)
+                 2 * radius + 1, 1, positions, False, geometry)
 
   # ------------------------------------------------------------ the update
 
@@ -255,10 +347,11 @@ class BudgetPlan(object):
       locked: bool [U] or None, units always kept.
       budget: float64 scalar, the cost allowed.
     """
-    return budget_masks(importance, self.unit_group,
-                        self.model.arrays(self.budget.kind), budget, current,
+    cost = (self.latency if self.latency is not None else
+            self.model.arrays(self.budget.kind))
+    return budget_masks(importance, self.unit_group, cost, budget, current,
                         self.spec.budget_normalization, self.floors,
-                        self.spec.channel_groups[2], locked)
+                        self.multiple, locked)
 
   def split(self, units):
     """The [U] tensor `units`, one piece per group."""
@@ -407,6 +500,14 @@ class BudgetReport(object):
     dense = np.ones(plan.model.num_units)
     costs = {m: (plan.model.layer_costs(None, m),
                  plan.model.layer_costs(keep, m)) for m in ('flops', 'params')}
+    self.metrics = ('flops', 'params')
+    if plan.latency is not None:
+      self.metrics += ('latency',)
+      times = [dict((name, ms) for name, _, ms in plan.latency.layer_ms(k))
+               for k in (dense, keep)]
+      costs['latency'] = tuple(
+          [(l.name, l.kind, t.get(l.name, 0.0)) for l in plan.model.layers]
+          for t in times)
     self.rows = []
     for index, layer in enumerate(plan.model.layers):
       widths = [(int(w.value(dense)), int(w.value(keep)))
@@ -422,24 +523,30 @@ class BudgetReport(object):
     """The report as a JSON-serializable dict."""
     return {
         'budget': str(self.budget), 'allowed': self.allowed,
-        'layers': [{'name': n, 'kind': k, 'inputs': list(i),
-                    'outputs': list(o),
-                    'flops': list(c['flops']), 'params': list(c['params'])}
+        'layers': [dict([('name', n), ('kind', k), ('inputs', list(i)),
+                         ('outputs', list(o))] +
+                        [(m, list(c[m])) for m in self.metrics])
                    for n, k, i, o, c in self.rows],
         'totals': {m: [self.total(m, False), self.total(m)]
-                   for m in ('flops', 'params')}}
+                   for m in self.metrics}}
 
   def format_table(self):
     """The report as a text table."""
     def arrow(pair, scale=int):
       return '%s -> %s' % (count(scale(pair[0])), count(scale(pair[1])))
+    def ms(pair):
+      return '%.3f -> %.3f' % pair
+    latency = 'latency' in self.metrics
     rows = [(name, kind, arrow(i), arrow(o), arrow(c['params']),
-             arrow(c['flops'])) for name, kind, i, o, c in self.rows]
+             arrow(c['flops'])) + ((ms(c['latency']),) if latency else ())
+            for name, kind, i, o, c in self.rows]
     total = ('total', '', '', '', arrow((self.total('params', False),
                                          self.total('params'))),
-             arrow((self.total('flops', False), self.total('flops'))))
-    out = table(('layer', 'kind', 'inputs', 'outputs', 'params', 'FLOPs'),
-                rows, total)
+             arrow((self.total('flops', False), self.total('flops')))) + (
+                 (ms((self.total('latency', False),
+                      self.total('latency'))),) if latency else ())
+    out = table(('layer', 'kind', 'inputs', 'outputs', 'params', 'FLOPs') +
+                (('ms',) if latency else ()), rows, total)
     metric = self.budget.kind
     out.append('budget %s: %s x%.4f now allowed, x%.4f reached' % (
         self.budget, metric, self.allowed / self.total(metric, False),
