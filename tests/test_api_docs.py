@@ -16,7 +16,8 @@ import re
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support.checkout import ROOT
+
 MODULES = ['tf1prune', 'tf1prune.masks', 'tf1prune.export', 'tf1prune.keras']
 _HEADING = re.compile(r'^## `(?:import )?(tf1prune[\w.]*)`', re.M)
 

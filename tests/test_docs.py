@@ -4,9 +4,9 @@ A ```text block right after a ```python block (blank lines between) is its
 output: the block must print exactly that.
 
 The blocks of one page run in order in one fresh Python process
-(tests/_docs_worker.py), in a temporary working directory: they share names
-(a page imports once, a later block may use a folder an earlier one trained
-into), and each block starts on a fresh default graph. A block fenced as
+(tests/support/docs_worker.py), in a temporary working directory: they share
+names (a page imports once, a later block may use a folder an earlier one
+trained into), and each block starts on a fresh default graph. A block fenced as
 ```python no-run is shown but not run (for blocks that need a cluster, data or
 minutes; docs/development.md says when to use it). Shell blocks are not run.
 """
@@ -20,7 +20,8 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support.checkout import ROOT, SUPPORT
+
 PAGES = ['README.md'] + sorted(
     os.path.relpath(p, ROOT)
     for p in glob.glob(os.path.join(ROOT, 'docs', '*.md')))
@@ -77,8 +78,8 @@ def _runnable(page):
 
 
 # A page with this line runs in an eager Keras process instead
-# (tests/test_keras_docs.py): its blocks need TF 2.x and Keras.
-EAGER = '<!-- eager: run by tests/test_keras_docs.py -->'
+# (tests/keras/test_docs.py): its blocks need TF 2.x and Keras.
+EAGER = '<!-- eager: run by tests/keras/test_docs.py -->'
 
 
 @pytest.mark.parametrize('page', [p for p in PAGES
@@ -91,7 +92,7 @@ def test_python_blocks_of_page_run(page, tmp_path):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   env['PYTHONPATH'] = ROOT + os.pathsep + env.get('PYTHONPATH', '')
   run = subprocess.run(
-      [sys.executable, os.path.join(ROOT, 'tests', '_docs_worker.py'),
+      [sys.executable, os.path.join(SUPPORT, 'docs_worker.py'),
        str(spec)], cwd=str(work), env=env, stdout=subprocess.PIPE,
       stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
   assert run.returncode == 0, run.stderr[-4000:]

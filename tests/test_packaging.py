@@ -16,8 +16,8 @@ import textwrap
 import pytest
 
 import tf1prune
+from tests.support.checkout import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(
     tf1prune.__file__)))
 EXPECT_INSTALLED = os.environ.get('TF1PRUNE_EXPECT_INSTALLED') == '1'

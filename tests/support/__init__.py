@@ -1,0 +1,14 @@
+"""Helpers the tests share, each written once.
+
+    checkout      ROOT (the checkout) and SUPPORT (this folder)
+    graphs        build and run TF1 graphs and GraphDefs, here and on the
+                  other TF stack
+    nets          small nets and checkpoints several tests build
+    pruned_nets   mobile nets pruned by coupled filter groups; ideal FLOPs
+    keras_models  the Keras under test, its skips, models and data
+    np_reference  NumPy references of the mask math
+    *_worker.py   scripts the tests run as processes of their own
+
+Nothing here imports pytest fixtures: the fixtures are in tests/conftest.py
+and tests/keras/conftest.py.
+"""
