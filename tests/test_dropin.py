@@ -13,6 +13,7 @@ import tf_slim as slim
 
 import tf1prune
 from tf1prune.cli import strip_pruning_vars as strip_cli
+from tests.support.graphs import read_graph_def, run_graph_def
 
 
 def _contrib():
@@ -270,17 +271,12 @@ def test_contribs_readme_strip_command_works_on_a_tf1prune_graph(tmp_path,
       '--output_node_names=softmax_linear/softmax_linear_2',
       '--output_dir=%s' % (tmp_path / 'out'), '--filename=pruning_stripped.pb'])
   assert status == 0, capsys.readouterr().err
-  graph_def = tf.GraphDef()
-  with open(str(tmp_path / 'out' / 'pruning_stripped.pb'), 'rb') as f:
-    graph_def.ParseFromString(f.read())
+  graph_def = read_graph_def(str(tmp_path / 'out' / 'pruning_stripped.pb'))
   assert not [n.name for n in graph_def.node
               if n.name.endswith(('/mask', '/threshold'))]
   assert {n.op for n in graph_def.node
           if n.name.endswith('masked_weight')} == {'Const'}  # weight * mask
-  with tf.Graph().as_default() as graph:
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session(graph=graph) as sess:
-      got = sess.run('softmax_linear/softmax_linear_2:0')
+  got = run_graph_def(graph_def, None, 'softmax_linear/softmax_linear_2:0')
   np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 

@@ -13,7 +13,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1prune.channels import RULES
 from tf1prune.export.shrink.rounds import shrink_graph_def
-from tests.support.graphs import const, run
+from tests.support.graphs import const, run_graph_def
 
 _TF1 = tf.__version__.startswith('1.')
 _C, _EMPTY, _SIZE = 6, [1, 4], 5
@@ -144,13 +144,13 @@ def _check(build, seed=0):
     feed = _graph(build, seed)
   graph_def = graph.as_graph_def()
   small, report = shrink_graph_def(graph_def, ['y'])
-  before, after = run(graph_def, feed), run(small, feed)
+  before, after = run_graph_def(graph_def, feed), run_graph_def(small, feed)
   np.testing.assert_allclose(after, before, rtol=0,
                              atol=1e-5 * np.abs(before).max())
   a, y = report.layers
   kept = _C - len(_EMPTY)
   assert (a.outputs_before, a.outputs_after) == (_C, kept), report.stops
-  out = run(small, feed, 'y:0').shape
+  out = run_graph_def(small, feed, 'y:0').shape
   widths = y.inputs_after
   flops = 2 * 9 * 3 * kept * _SIZE * _SIZE + 2 * widths * 2 * out[1] * out[2]
   assert report.flops_after == flops
@@ -191,8 +191,8 @@ def test_squeeze_and_excitation_gate_of_removed_units_goes():
   feed = rs.randn(2, _SIZE, _SIZE, 3).astype(np.float32)
   graph_def = graph.as_graph_def()
   small, report = shrink_graph_def(graph_def, ['y'])
-  before = run(graph_def, feed)
-  np.testing.assert_allclose(run(small, feed), before, rtol=0,
+  before = run_graph_def(graph_def, feed)
+  np.testing.assert_allclose(run_graph_def(small, feed), before, rtol=0,
                              atol=1e-5 * np.abs(before).max())
   assert [(l.outputs_before, l.outputs_after) for l in report.layers] == [
       (_C, _C - 2), (4, 4), (_C, _C - 2), (2, 2)]

@@ -8,8 +8,6 @@ must tie the same (layer, channel) pairs together, on a MobileNet-v2-style
 net with SE and swish and on a tf_slim ResNet v1.
 """
 
-import contextlib
-
 import pytest
 import tensorflow.compat.v1 as tf
 
@@ -18,6 +16,7 @@ from tf1prune.channels import Forward
 from tf1prune.export.shrink.frozen_graph import FrozenGraph
 from tf1prune.export.shrink.prepare import prepare_graph_def
 from tf1prune.export.shrink.regions import RegionWalk, find_layers
+from tests.support.nets import small_resnet_v1
 
 TF1 = tf.__version__.startswith('1.')
 
@@ -70,20 +69,8 @@ def _mobile_net():
 
 
 def _slim_resnet():
-  import tf_slim as slim
-  from tf_slim.nets import resnet_v1
   x = tf.placeholder(tf.float32, [2, 32, 32, 3], name='x')
-  blocks = [resnet_v1.resnet_v1_block('block1', base_depth=4, num_units=2,
-                                      stride=2),
-            resnet_v1.resnet_v1_block('block2', base_depth=8, num_units=2,
-                                      stride=1)]
-  compat = (contextlib.contextmanager(lambda: (yield))() if TF1
-            else tf1prune.graph.slim_compat.use_tf1prune_batch_norm())
-  with compat, slim.arg_scope(resnet_v1.resnet_arg_scope()), \
-      tf1prune.pruning_scope():
-    logits, _ = resnet_v1.resnet_v1(x, blocks, 7, is_training=False,
-                                    scope='resnet')
-  return tf.identity(logits, name='y')
+  return tf.identity(small_resnet_v1(x, 7), name='y')
 
 
 def _layer_op(graph, record):

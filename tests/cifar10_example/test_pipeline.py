@@ -15,6 +15,7 @@ import tf1prune
 from cifar10_example import cli, eval as cifar10_eval, frozen, input_data
 from cifar10_example import compare, model, pipeline, train
 from tests.support.checkout import ROOT
+from tests.support.graphs import read_graph_def, run_graph_def
 
 STEPS = 30
 
@@ -142,9 +143,7 @@ def test_demo_summary_content(demo):
 
 def _weights(pb_path):
   """The weight constants of each layer of a frozen .pb, by layer name."""
-  graph_def = tf.GraphDef()
-  with open(pb_path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
+  graph_def = read_graph_def(pb_path)
   consts = {n.name: tf.make_ndarray(n.attr['value'].tensor)
             for n in graph_def.node if n.op == 'Const'}
   layers = {}
@@ -171,10 +170,8 @@ def test_demo_filters_model_loses_whole_filters_and_shrinks_exactly(demo):
   outputs = []
   for path in (os.path.join(folder, 'model_unshrunk.pb'),
                s['filters']['pb_path']):
-    with tf.Graph().as_default():
-      tf.import_graph_def(compare.load_graph_def(path), name='')
-      with tf.Session() as sess:
-        outputs.append(sess.run('logits:0', {'images:0': images}))
+    outputs.append(run_graph_def(compare.load_graph_def(path),
+                                 {'images:0': images}, 'logits:0'))
   scale = np.max(np.abs(outputs[0]))
   np.testing.assert_allclose(outputs[1], outputs[0], atol=1e-5 * scale)
   # Parameters and FLOPs are the shrink report's, which counts the layers of
@@ -230,9 +227,7 @@ def test_demo_table(demo):
 
 def test_frozen_pb_has_no_masks_and_matches_the_checkpoint(demo):
   pb = demo['summary']['pruned']['pb_path']
-  graph_def = tf.GraphDef()
-  with open(pb, 'rb') as f:
-    graph_def.ParseFromString(f.read())
+  graph_def = read_graph_def(pb)
   ops = {n.op for n in graph_def.node}
   names = [n.name for n in graph_def.node]
   assert not ops & {'VariableV2', 'VarHandleOp', 'ReadVariableOp'}

@@ -14,6 +14,7 @@ import tensorflow.compat.v1 as tf
 import tf1prune
 from tf1prune.cli import strip_pruning_vars as strip_cli
 from tests.support.checkout import ROOT
+from tests.support.graphs import read_graph_def, run_graph_def
 
 _BIN = os.path.join(ROOT, 'bin', 'strip_pruning_vars')
 
@@ -83,8 +84,7 @@ def test_writes_the_pb_the_table_and_the_json(checkpoints, tmp_path, capsys):
   for layer in report['layers']:
     assert '%s ' % layer['name'] in out and '50.00%' in out
   assert 'Traceback' not in err
-  graph_def = tf.GraphDef()
-  graph_def.ParseFromString(open(path, 'rb').read())
+  graph_def = read_graph_def(path)
   assert sorted(n.name for n in graph_def.node if n.op == 'Const') == [
       'fc1/biases', 'fc1/weights/masked_weight', 'fc2/biases',
       'fc2/weights/masked_weight']
@@ -233,13 +233,8 @@ def test_bin_script_from_the_source_tree(checkpoints, tmp_path):
       cwd=str(tmp_path))
   assert ok.returncode == 0, ok.stderr.decode()[-2000:]
   assert b'fc1' in ok.stdout and b'50.00%' in ok.stdout
-  graph_def = tf.GraphDef()
-  graph_def.ParseFromString(
-      open(str(tmp_path / 'pruning_stripped.pb'), 'rb').read())
-  with tf.Graph().as_default() as graph:
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session(graph=graph) as sess:
-      y = sess.run('fc2/BiasAdd:0', {'x:0': np.ones([1, 4], np.float32)})
+  y = run_graph_def(read_graph_def(str(tmp_path / 'pruning_stripped.pb')),
+                    np.ones([1, 4], np.float32), 'fc2/BiasAdd:0')
   assert y.shape == (1, 2)
   bad = subprocess.run(
       [sys.executable, _BIN, '--checkpoint_dir', str(tmp_path / 'nothing'),

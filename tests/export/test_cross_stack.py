@@ -1,37 +1,13 @@
 """GraphDefs that library calls return load and run on the other TF stack."""
 
 import os
-import subprocess
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-
-_RUN = '''
-import sys, numpy as np, tensorflow.compat.v1 as tf
-tf.disable_eager_execution()
-outputs = []
-for path in sys.argv[2:]:
-  graph_def = tf.GraphDef()
-  with open(path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
-  with tf.Graph().as_default():
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session() as sess:
-      outputs.append(sess.run('logits/BiasAdd:0',
-                              {'x:0': np.load(sys.argv[1])}))
-np.save(sys.argv[1] + '.out.npy', np.stack(outputs))
-'''
-
-
-def _run(graph_def, feed):
-  with tf.Graph().as_default():
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session() as sess:
-      return sess.run('logits/BiasAdd:0', {'x:0': feed})
-
+from tests.support.graphs import run_graph_def, run_in_process
 
 def _filter_pruned_checkpoint(train_dir):
   """A conv net with half of conv1's filters pruned, saved in `train_dir`."""
@@ -72,18 +48,9 @@ def test_library_graph_defs_made_here_run_under_the_other_tf(
   else:
     assert any(n.op == 'Fill' for n in shrunk.node)
   feed = np.random.RandomState(0).randn(2, 8, 8, 3).astype(np.float32)
-  paths = []
-  for name, graph_def in (('frozen', frozen), ('stripped', stripped),
-                          ('shrunk', shrunk)):
-    paths.append(str(tmp_path / (name + '.pb')))
-    with open(paths[-1], 'wb') as f:
-      f.write(graph_def.SerializeToString())
-  np.save(str(tmp_path / 'x.npy'), feed)
-  subprocess.check_call(
-      [other_python, '-c', _RUN, str(tmp_path / 'x.npy')] + paths,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
-  got = np.load(str(tmp_path / 'x.npy.out.npy'))
-  expected = _run(frozen, feed)
+  got = run_in_process(other_python, [frozen, stripped, shrunk], feed,
+                       str(tmp_path), 'logits/BiasAdd:0')
+  expected = run_graph_def(frozen, feed, 'logits/BiasAdd:0')
   for there in got:
     np.testing.assert_allclose(there, expected, rtol=0,
                                atol=1e-5 * np.abs(expected).max())

@@ -20,6 +20,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1prune.cli import strip_pruning_vars as strip_cli
 from tests.support.checkout import ROOT, SUPPORT
+from tests.support.graphs import read_graph_def
 from tests.support.nets import save_conv_net
 
 _WORKER = os.path.join(SUPPORT, 'kill_worker.py')
@@ -46,13 +47,6 @@ def expected(train_dir, tmp_path_factory):
   out = str(tmp_path_factory.mktemp('expected'))
   assert strip_cli.main(_flags(train_dir, out)) == 0
   return os.path.join(out, 'm.pb')
-
-
-def _graph_def(path):
-  graph_def = tf.GraphDef()
-  with open(path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
-  return graph_def
 
 
 def _killed_run(train_dir, out, point, tmp_path):
@@ -116,12 +110,12 @@ def test_next_run_removes_what_a_killed_run_left(train_dir, expected,
     sleeper.wait()
   # The same GraphDef (the shrink's serialization orders attribute maps
   # as it likes on TF 1.15: compare the messages, not their bytes).
-  assert _graph_def(os.path.join(out, 'm.pb')) == _graph_def(expected)
+  assert read_graph_def(os.path.join(out, 'm.pb')) == read_graph_def(expected)
 
 
 def test_the_shrink_of_the_fixture_removes_channels(expected):
   """The killed runs were interrupted in a shrink that does something."""
-  graph_def = _graph_def(expected)
+  graph_def = read_graph_def(expected)
   weights = {n.name: tf.make_ndarray(n.attr['value'].tensor).shape
              for n in graph_def.node if n.name.endswith('masked_weight')}
   assert weights['conv1/weights/masked_weight'] == (3, 3, 3, 5)

@@ -4,6 +4,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export._lazy_graph import LazyGraph
+from tests.support.graphs import run_graph_def
 
 
 def _graph_def():
@@ -47,11 +48,8 @@ def test_pruned_keeps_the_thunks_of_what_the_outputs_need():
   assert [n.name for n in pruned.graph_def.node] == ['b', 'c', 'y']
   assert pruned.deferred() == ['b', 'c']
   assert source().tolist() == [1.0, 2.0]       # `a` is gone, its thunk works
-  graph_def = pruned.materialize()
-  with tf.Graph().as_default():
-    y, = tf.import_graph_def(graph_def, return_elements=['y:0'])
-    with tf.Session() as sess:
-      np.testing.assert_array_equal(sess.run(y), [13.0, 24.0])
+  np.testing.assert_array_equal(
+      run_graph_def(pruned.materialize(), None, 'y:0'), [13.0, 24.0])
 
 
 def test_from_graph_def_copies_the_structure_only():

@@ -22,7 +22,7 @@ import tensorflow.compat.v1 as tf
 import tf1prune
 from tf1prune.export import atomic, attrs, stream
 from tests.support.checkout import ROOT
-from tests.support.graphs import control_flow
+from tests.support.graphs import control_flow, read_graph_def, run_graph_def
 
 _PRUNING_NAME = re.compile(r'(^|/)(mask|threshold)(_\d+)?(/|$)')
 _MASKED_WEIGHT = re.compile(r'(^|/)masked_weight(_\d+)?$')
@@ -115,22 +115,6 @@ def _train(model, checkpoint_dir, sparsity=0.5):
   return output, x, y
 
 
-def _read_pb(path):
-  graph_def = tf.GraphDef()
-  with open(path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
-  return graph_def
-
-
-def _run_pb(graph_def, output, x):
-  copy = tf.GraphDef()
-  copy.CopyFrom(graph_def)  # import_graph_def adds default attrs in place.
-  with tf.Graph().as_default() as graph:
-    tf.import_graph_def(copy, name='')
-    with tf.Session(graph=graph) as sess:
-      return sess.run(output + ':0', {'x:0': x})
-
-
 def _all_nodes(graph_def):
   nodes = list(graph_def.node)
   for function in graph_def.library.function:
@@ -173,17 +157,18 @@ def test_stripped_graph_computes_the_training_graph_outputs(name, tmp_path):
   output, x, want = _train(MODELS[name], str(tmp_path))
   path = str(tmp_path / 'out.pb')
   report = tf1prune.strip_checkpoint(str(tmp_path), [output], path)
-  graph_def = _read_pb(path)
+  graph_def = read_graph_def(path)
   _assert_no_pruning_left(graph_def)
   assert len(report.layers) == len(_folded(graph_def)) >= 1
-  np.testing.assert_array_equal(_run_pb(graph_def, output, x), want)
+  got = run_graph_def(graph_def, x, output + ':0')
+  np.testing.assert_array_equal(got, want)
 
 
 def test_report_counts_the_zeros_of_the_written_constants(tmp_path):
   output, _, _ = _train(_conv_fc_model, str(tmp_path))
   path = str(tmp_path / 'out.pb')
   report = tf1prune.strip_checkpoint(str(tmp_path), output, path)
-  graph_def = _read_pb(path)
+  graph_def = read_graph_def(path)
   folded = _folded(graph_def)
   reader = tf.train.load_checkpoint(str(tmp_path))
   assert [l.name for l in report.layers] == ['conv1', 'fc']
@@ -232,7 +217,7 @@ def test_strip_checkpoint_writes_what_the_library_functions_return(tmp_path):
   frozen_copy.CopyFrom(frozen)
   stripped = tf1prune.strip_pruning_vars_fn(frozen, [output])
   assert frozen == frozen_copy  # the input is not changed
-  assert stripped == _read_pb(path)
+  assert stripped == read_graph_def(path)
 
 
 @pytest.mark.parametrize('name', ['conv_fc', 'lstm'])
@@ -252,7 +237,8 @@ def test_strip_pruning_vars_fn_on_a_graph_frozen_by_tensorflow(name):
   stripped = tf1prune.strip_pruning_vars_fn(frozen, [output])
   _assert_no_pruning_left(stripped)
   assert len(_folded(stripped)) == (1 if name == 'lstm' else 2)
-  np.testing.assert_array_equal(_run_pb(stripped, output, x), want)
+  got = run_graph_def(stripped, x, output + ':0')
+  np.testing.assert_array_equal(got, want)
 
 
 def test_graph_def_from_checkpoint_holds_checkpoint_values(tmp_path):
@@ -267,7 +253,8 @@ def test_graph_def_from_checkpoint_holds_checkpoint_values(tmp_path):
         reader.get_tensor(name))
   assert not [n for n in frozen.node if 'Variable' in n.op or n.device]
   assert 'conv1/threshold' not in consts  # the outputs do not need it
-  np.testing.assert_array_equal(_run_pb(frozen, output, x), want)
+  got = run_graph_def(frozen, x, output + ':0')
+  np.testing.assert_array_equal(got, want)
 
 
 def test_scalar_variables_on_the_output_path_stay_scalars(tmp_path):
@@ -282,22 +269,17 @@ def test_scalar_variables_on_the_output_path_stay_scalars(tmp_path):
     tf.train.Saver().save(sess, str(tmp_path / 'model.ckpt'))
   path = str(tmp_path / 'out.pb')
   tf1prune.strip_checkpoint(str(tmp_path), ['y'], path)
-  graph_def = tf.GraphDef()
-  with open(path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
+  graph_def = read_graph_def(path)
   consts = {n.name: n for n in graph_def.node if n.op == 'Const'}
   assert tf.make_ndarray(consts['scale'].attr['value'].tensor).shape == ()
-  with tf.Graph().as_default():
-    out, = tf.import_graph_def(graph_def, return_elements=['y:0'])
-    with tf.Session() as sess:
-      np.testing.assert_array_equal(sess.run(out, {'import/x:0': feed}), want)
+  np.testing.assert_array_equal(run_graph_def(graph_def, feed), want)
 
 
 def test_attributes_at_their_default_are_not_written(tmp_path):
   output, _, _ = _train(_control_flow_model, str(tmp_path))
   path = str(tmp_path / 'out.pb')
   tf1prune.strip_checkpoint(str(tmp_path), [output], path)
-  graph_def = _read_pb(path)
+  graph_def = read_graph_def(path)
   defs = attrs.op_defs(graph_def)
   for node in _all_nodes(graph_def):
     for attr in defs[node.op].attr if node.op in defs else ():
@@ -328,12 +310,12 @@ def test_masked_weights_of_a_partitioned_variable_and_renamed_keys(tmp_path):
     saver.save(sess, str(tmp_path / 'model.ckpt'))
   path = str(tmp_path / 'out.pb')
   report = tf1prune.strip_checkpoint(str(tmp_path), ['y'], path)
-  graph_def = _read_pb(path)
+  graph_def = read_graph_def(path)
   assert sorted(n.op for n in graph_def.node) == ['Const', 'MatMul',
                                                   'Placeholder']
   assert [(l.name, l.size, l.nonzeros) for l in report.layers] == [
       ('fc', 24, 12)]
-  np.testing.assert_array_equal(_run_pb(graph_def, 'y', x_value), want)
+  np.testing.assert_array_equal(run_graph_def(graph_def, x_value, 'y:0'), want)
 
 
 def test_monitored_training_session_checkpoint_suffices(tmp_path):
@@ -361,9 +343,10 @@ def test_monitored_training_session_checkpoint_suffices(tmp_path):
                                      str(out_dir / 'm.pb'))
   assert report.checkpoint.endswith('model.ckpt-4')
   assert abs(report.total_sparsity - 0.75) < 0.01
-  graph_def = _read_pb(str(out_dir / 'm.pb'))
+  graph_def = read_graph_def(str(out_dir / 'm.pb'))
   _assert_no_pruning_left(graph_def)
-  np.testing.assert_array_equal(_run_pb(graph_def, output, x), want)
+  got = run_graph_def(graph_def, x, output + ':0')
+  np.testing.assert_array_equal(got, want)
 
 
 def test_no_masks_raises_unless_allowed(tmp_path):
@@ -376,7 +359,8 @@ def test_no_masks_raises_unless_allowed(tmp_path):
                                      allow_no_masks=True)
   assert report.layers == [] and report.total_sparsity == 0.0
   assert report.dense_file_bytes == report.file_bytes
-  np.testing.assert_array_equal(_run_pb(_read_pb(path), output, x), want)
+  got = run_graph_def(read_graph_def(path), x, output + ':0')
+  np.testing.assert_array_equal(got, want)
 
 
 def _hashes(directory):
@@ -441,14 +425,14 @@ def test_masked_weight_multiplied_inside_a_v1_while_loop(tmp_path,
     tf.train.Saver().save(sess, str(tmp_path / 'model.ckpt'))
   path = str(tmp_path / 'out.pb')
   report = tf1prune.strip_checkpoint(str(tmp_path), ['y'], path)
-  graph_def = _read_pb(path)
+  graph_def = read_graph_def(path)
   _assert_no_pruning_left(graph_def)
   inner = [n for n in graph_def.node
            if n.name == 'while/fc/weights/masked_weight']
   assert [n.op for n in inner] == ['Enter']  # fed by a constant outside
   assert [(l.name, l.size, l.nonzeros) for l in report.layers] == [
       ('fc', 9, 5)]
-  np.testing.assert_array_equal(_run_pb(graph_def, 'y', x_value), want)
+  np.testing.assert_array_equal(run_graph_def(graph_def, x_value, 'y:0'), want)
 
 
 def test_checkpoint_without_meta_graph_or_variable_is_refused(tmp_path):
@@ -555,8 +539,9 @@ def load_models(directory):
     model_dir = os.path.join(directory, name)
     with open(os.path.join(model_dir, 'output.json')) as f:
       meta = json.load(f)
-    got = _run_pb(_read_pb(os.path.join(model_dir, 'out.pb')), meta['output'],
-                  np.load(os.path.join(model_dir, 'x.npy')))
+    got = run_graph_def(read_graph_def(os.path.join(model_dir, 'out.pb')),
+                        np.load(os.path.join(model_dir, 'x.npy')),
+                        meta['output'] + ':0')
     want = np.load(os.path.join(model_dir, 'want.npy'))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     results[name] = (float(np.abs(got - want).max()), meta['tensorflow'])

@@ -9,6 +9,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from tf1prune.cli import strip_pruning_vars as strip_cli
+from tests.support.graphs import read_graph_def, run_graph_def
 
 _TF1 = tf.__version__.startswith('1.')
 
@@ -54,13 +55,8 @@ def test_tflite_is_sparse_encoded_smaller_and_equal(pruned_dir, tmp_path,
   interpreter.set_tensor(interpreter.get_input_details()[0]['index'], feed)
   interpreter.invoke()
   got = interpreter.get_tensor(interpreter.get_output_details()[0]['index'])
-  graph_def = tf.GraphDef()
-  with open(str(tmp_path / 'pruning_stripped.pb'), 'rb') as f:
-    graph_def.ParseFromString(f.read())
-  with tf.Graph().as_default() as graph:
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session(graph=graph) as sess:
-      want = sess.run('fc/BiasAdd:0', {'x:0': feed})
+  want = run_graph_def(read_graph_def(str(tmp_path / 'pruning_stripped.pb')),
+                       feed, 'fc/BiasAdd:0')
   np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 

@@ -18,6 +18,7 @@ import tf_slim as slim
 import tf1prune
 from tf1prune.cli import strip_pruning_vars as strip_cli
 from tf1prune.export.training_ops import training_ops
+from tests.support.graphs import graph_def_session, read_graph_def
 
 _OUTPUT = 'logits/BiasAdd'
 _TF2 = not tf.__version__.startswith('1.')
@@ -74,10 +75,8 @@ def train_dir(request, tmp_path_factory):
 
 def _run_pb(graph_def, *batches):
   """The output for each batch, run one after the other in one session."""
-  with tf.Graph().as_default() as graph:
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session(graph=graph) as sess:
-      outs = [sess.run(_OUTPUT + ':0', {'images:0': b}) for b in batches]
+  with graph_def_session(graph_def) as sess:
+    outs = [sess.run(_OUTPUT + ':0', {'images:0': b}) for b in batches]
   return outs[0] if len(outs) == 1 else outs
 
 
@@ -116,9 +115,7 @@ def test_allowed_training_graph_is_what_the_check_is_for(train_dir, tmp_path):
   path = str(tmp_path / 'm.pb')
   tf1prune.strip_checkpoint(train_dir[0], [_OUTPUT], path,
                             allow_training_ops=True)
-  graph_def = tf.GraphDef()
-  with open(path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
+  graph_def = read_graph_def(path)
   assert len(training_ops(graph_def)) == 3
   images = _images(4)
   first, second, alone = _run_pb(graph_def, images, images, images[1:2])
@@ -173,9 +170,7 @@ def test_write_inference_graph_streams_the_same_graph(train_dir, tmp_path):
   assert [layer.name for layer in report.layers] == ['conv1', 'conv2',
                                                      'logits']
   assert [layer.sparsity for layer in report.layers] == [0.5, 0.5, 0.5]
-  graph_def = tf.GraphDef()
-  with open(path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
+  graph_def = read_graph_def(path)
   expected = tf1prune.inference_graph_def(model_fn, train_dir[0], [_OUTPUT])
   assert graph_def == expected
 

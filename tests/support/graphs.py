@@ -1,7 +1,23 @@
-"""Helpers the graph tests share: constants, running a GraphDef here and in
-the other TF stack's interpreter, the control flow version."""
+"""Building and running TF1 graphs and GraphDefs, here and on the other stack.
+
+    >>> import numpy as np
+    >>> import tensorflow.compat.v1 as tf
+    >>> from tests.support.graphs import const, run_graph_def
+    >>> with tf.Graph().as_default() as graph:
+    ...   x = tf.placeholder(tf.float32, [2], name='x')
+    ...   y = tf.identity(x * const([2.0, 3.0]), name='y')
+    >>> run_graph_def(graph.as_graph_def(), np.ones(2, np.float32)).tolist()
+    [2.0, 3.0]
+
+The one way the tests run a GraphDef: `run_graph_def` (or, for several runs
+in one session, `graph_def_session`) imports a copy of it, unprefixed, into
+a new graph; `run_in_process` runs GraphDefs under another interpreter (the
+other TF stack) in a process of its own. A feed is {tensor name: value}, or
+one value for `x:0`.
+"""
 
 import contextlib
+import json
 import os
 import subprocess
 
@@ -28,116 +44,101 @@ def const(value):
   return tf.constant(np.asarray(value, np.float32))
 
 
-def run(graph_def, feed, output='y:0'):
-  """Runs `graph_def` in a new graph: `output` for `x:0` = `feed`."""
-  with tf.Graph().as_default():
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session() as sess:
-      return sess.run(output, {'x:0': feed})
-
-
 def consts(graph_def):
   """{name: ndarray} of the Const nodes of `graph_def`."""
   return {n.name: tf.make_ndarray(n.attr['value'].tensor)
           for n in graph_def.node if n.op == 'Const'}
 
 
-_RUN_Y = (
-    'import sys, numpy as np, tensorflow.compat.v1 as tf\n'
-    'tf.disable_eager_execution()\n'
-    'g = tf.GraphDef()\n'
-    'g.ParseFromString(open(sys.argv[1], "rb").read())\n'
-    'tf.import_graph_def(g, name="")\n'
-    'with tf.Session() as s:\n'
-    '  np.save(sys.argv[3], s.run("y:0", {"x:0": np.load(sys.argv[2])}))\n')
-
-
-def run_in(python, graph_def, feed, directory, stderr=False):
-  """Runs `y:0` of `graph_def` for `x:0` = `feed` under interpreter `python`
-  (the other TF stack), through files in `directory`; returns the output.
-
-  stderr: also return what the process logged (errors included): TF logs
-  some errors, such as a grappler pass that failed, once per process only.
-  """
-  path = os.path.join(directory, 'graph.pb')
-  with open(path, 'wb') as f:
-    f.write(graph_def.SerializeToString())
-  x, y = os.path.join(directory, 'x.npy'), os.path.join(directory, 'y.npy')
-  np.save(x, feed)
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='1' if stderr else '2')
-  run = subprocess.run([python, '-c', _RUN_Y, path, x, y], env=env,
-                       stderr=subprocess.PIPE, universal_newlines=True)
-  if run.returncode:
-    raise AssertionError('%s failed:\n%s' % (python, run.stderr))
-  return (np.load(y), run.stderr) if stderr else np.load(y)
+def read_graph_def(path):
+  """The GraphDef in the binary file at `path`."""
+  graph_def = tf.GraphDef()
+  with open(path, 'rb') as f:
+    graph_def.ParseFromString(f.read())
+  return graph_def
 
 
 def read_graph(path):
-  """The tf.Graph of the frozen GraphDef at `path`."""
-  graph_def = tf.GraphDef()
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    graph_def.ParseFromString(f.read())
+  """A new tf.Graph with the GraphDef at `path` imported, unprefixed."""
   graph = tf.Graph()
   with graph.as_default():
-    tf.import_graph_def(graph_def, name='')
+    tf.import_graph_def(read_graph_def(path), name='')
   return graph
 
 
-_JOIN = ('Add', 'AddV2', 'AddN', 'Sub', 'Mul', 'Maximum', 'Minimum')
+def _feed_dict(feed):
+  if feed is None:
+    return {}
+  return dict(feed) if isinstance(feed, dict) else {'x:0': feed}
 
 
-def live_channels(tensor, seeds, memo):
-  """bool per channel (last axis) of `tensor`: something a mask kept reaches it.
+@contextlib.contextmanager
+def graph_def_session(graph_def):
+  """A session on a new graph holding a copy of `graph_def`, unprefixed.
 
-  `seeds` is {layer op name: bool per output channel}. A depthwise conv
-  repeats its input's channels, element-wise joins keep what any full-width,
-  non-constant input keeps, concats join, a Reshape that flattens repeats its
-  input's channels, any other op passes its first input when it is as wide,
-  and everything else counts as live. `memo` is {tensor name: result}.
+  A copy: `tf.import_graph_def` adds default attributes to what it imports.
   """
-  if tensor.name in memo:
-    return memo[tensor.name]
-  op = tensor.op
-  width = tensor.shape.as_list()[-1]
-  first = op.inputs[0] if op.inputs else None
-  if op.name in seeds:
-    live = seeds[op.name]
-  elif op.type == 'DepthwiseConv2dNative':
-    live = np.repeat(live_channels(first, seeds, memo),
-                     op.inputs[1].shape.as_list()[-1])
-  elif op.type in _JOIN:
-    parts = [live_channels(t, seeds, memo) for t in op.inputs
-             if t.shape.ndims and t.shape.as_list()[-1] == width and
-             t.op.type != 'Const']
-    live = np.logical_or.reduce(parts) if parts else np.ones(width, bool)
-  elif op.type == 'ConcatV2':
-    live = np.concatenate([live_channels(t, seeds, memo)
-                           for t in op.inputs[:-1]])
-  elif op.type == 'Reshape' and first.shape.ndims and \
-      width % first.shape.as_list()[-1] == 0:
-    live = np.tile(live_channels(first, seeds, memo),
-                   width // first.shape.as_list()[-1])
-  elif first is not None and first.shape.ndims and op.type != 'Const' and \
-      first.shape.as_list()[-1] == width:
-    live = live_channels(first, seeds, memo)
-  else:
-    live = np.ones(width, bool)
-  memo[tensor.name] = live
-  return live
+  copy = tf.GraphDef()
+  copy.CopyFrom(graph_def)
+  with tf.Graph().as_default() as graph:
+    tf.import_graph_def(copy, name='')
+    with tf.Session(graph=graph) as sess:
+      yield sess
 
 
-def ideal_flops(graph, report, seeds):
-  """FLOPs of the shrink report's layers without the channels no mask kept.
+def run_graph_def(graph_def, feed=None, output='y:0'):
+  """`output` (a tensor name, or a list of them) of `graph_def` for `feed`."""
+  with graph_def_session(graph_def) as sess:
+    return sess.run(output, _feed_dict(feed))
 
-  Each layer costs its FLOPs times the live fraction of its input channels,
-  and of its output channels unless it is a depthwise conv (whose outputs
-  are its inputs' channels). `seeds` as in `live_channels`.
+
+_RUN = '''
+import json, sys, numpy as np, tensorflow.compat.v1 as tf
+tf.disable_eager_execution()
+spec = json.loads(sys.argv[1])
+values = np.load(spec['feed'])
+feed = {name: values['arr_%d' % i] for i, name in enumerate(spec['names'])}
+outputs = []
+for path in spec['graphs']:
+  graph_def = tf.GraphDef()
+  with open(path, 'rb') as f:
+    graph_def.ParseFromString(f.read())
+  with tf.Graph().as_default():
+    tf.import_graph_def(graph_def, name='')
+    with tf.Session() as sess:
+      outputs.append(sess.run(spec['output'], feed))
+np.savez(spec['out'], *outputs)
+'''
+
+
+def run_in_process(python, graph_defs, feed, directory, output='y:0',
+                   stderr=False):
+  """Runs `output` of each of `graph_defs` under interpreter `python` (the
+  other TF stack, or this one in a fresh process), through files in
+  `directory`.
+
+  Returns:
+    The list of outputs, one per GraphDef; with `stderr`, also what the
+    process logged (errors included: TF logs some errors, such as a
+    grappler pass that failed, once per process only).
+
+  Raises:
+    AssertionError: the process failed (with what it logged).
   """
-  memo, total = {}, 0.0
-  for layer in report.layers:
-    op = graph.get_operation_by_name(layer.name)
-    fraction = live_channels(op.inputs[0], seeds, memo).mean()
-    if op.type != 'DepthwiseConv2dNative':
-      fraction *= live_channels(op.outputs[0], seeds, memo).mean()
-    total += layer.flops_before * fraction
-  return total
+  feed = _feed_dict(feed)
+  spec = dict(names=list(feed), output=output, graphs=[],
+              feed=os.path.join(directory, 'feed.npz'),
+              out=os.path.join(directory, 'outputs.npz'))
+  np.savez(spec['feed'], *feed.values())
+  for i, graph_def in enumerate(graph_defs):
+    spec['graphs'].append(os.path.join(directory, 'graph_%d.pb' % i))
+    with open(spec['graphs'][-1], 'wb') as f:
+      f.write(graph_def.SerializeToString())
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='1' if stderr else '2')
+  run = subprocess.run([python, '-c', _RUN, json.dumps(spec)], env=env,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+  if run.returncode:
+    raise AssertionError('%s failed:\n%s' % (python, run.stderr))
+  with np.load(spec['out']) as saved:
+    outputs = [saved['arr_%d' % i] for i in range(len(graph_defs))]
+  return (outputs, run.stderr) if stderr else outputs

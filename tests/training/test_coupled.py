@@ -1,6 +1,5 @@
 """Coupled filter pruning through `Pruning`: granularity_map value coupled_filter."""
 
-import contextlib
 import re
 
 import numpy as np
@@ -9,6 +8,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from tests.support import np_reference
+from tests.support.nets import small_resnet_v1
 
 TF1 = tf.__version__.startswith('1.')
 
@@ -407,31 +407,14 @@ def test_spec_builds_the_coupled_filter_granularity():
 # ---------------------------------------------------------------- tf_slim
 
 
-def _slim_resnet(normalized):
-  """A small tf_slim resnet_v1 (2 blocks of 2 units) under pruning_scope."""
-  import tf_slim as slim
-  from tf_slim.nets import resnet_v1
-  blocks = [resnet_v1.resnet_v1_block('block1', base_depth=4, num_units=2,
-                                      stride=2),
-            resnet_v1.resnet_v1_block('block2', base_depth=8, num_units=2,
-                                      stride=1)]
-  images = tf.placeholder(tf.float32, [2, 32, 32, 3], name='images')
-  scope = (slim.arg_scope(resnet_v1.resnet_arg_scope()) if normalized else
-           contextlib.nullcontext())
-  with scope:
-    with tf1prune.pruning_scope():
-      net, _ = resnet_v1.resnet_v1(images, blocks, num_classes=5,
-                                   is_training=False, scope='resnet')
-  return net
-
-
 @pytest.mark.parametrize('normalized', [
     False, pytest.param(True, marks=pytest.mark.skipif(
         not TF1, reason='tf_slim.batch_norm cannot be built on TF 2.x (it '
         'imports tf_keras.legacy_tf_layers); needs tf1prune.batch_norm'))])
 def test_pruning_scope_on_a_tf_slim_resnet_finds_and_prunes_its_groups(
     normalized):
-  _slim_resnet(normalized)
+  images = tf.placeholder(tf.float32, [2, 32, 32, 3], name='images')
+  small_resnet_v1(images, 5, normalized)
   _, p = _pruning('target_sparsity=0.5,granularity_map=[.*:coupled_filter],'
                   'do_not_prune=[logits]')
   groups = [[m.name.replace('resnet/', '').replace('/weights', '')

@@ -18,6 +18,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from tests.support import np_reference
+from tests.support.graphs import read_graph_def, run_graph_def
 from tests.support.checkout import ROOT, SUPPORT
 
 WORKER = os.path.join(SUPPORT, 'dist_worker.py')
@@ -145,9 +146,7 @@ def test_the_checkpoint_strips_and_computes_the_training_graph(cluster_run):
   output = os.path.join(cluster_run['root'], 'stripped.pb')
   if hasattr(tf1prune, 'strip_checkpoint'):
     tf1prune.strip_checkpoint(cluster_run['logdir'], ['logits'], output)
-    graph_def = tf.GraphDef()
-    with open(output, 'rb') as f:
-      graph_def.ParseFromString(f.read())
+    graph_def = read_graph_def(output)
   else:
     graph_def = tf1prune.strip_pruning_vars_fn(
         tf1prune.graph_def_from_checkpoint(cluster_run['logdir'], ['logits']),
@@ -157,10 +156,7 @@ def test_the_checkpoint_strips_and_computes_the_training_graph(cluster_run):
   assert not [n.name for n in graph_def.node
               if n.name.endswith(('/mask', '/threshold'))]
   x = np.random.RandomState(1).randn(5, 20).astype(np.float32)
-  with tf.Graph().as_default() as g:
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session(graph=g) as sess:
-      got = sess.run('logits:0', {'input:0': x})
+  got = run_graph_def(graph_def, {'input:0': x}, 'logits:0')
   hidden = np.maximum(
       x.dot(values['fc1/weights'] * values['fc1/mask']) + values['fc1/biases'],
       0.0)
@@ -243,10 +239,6 @@ def test_a_checkpoint_whose_output_reads_the_global_step_strips(tmp_path):
     sess.run(tf.assign(step, 3))
     tf.train.Saver().save(sess, str(tmp_path / 'model.ckpt'), global_step=3)
   tf1prune.strip_checkpoint(str(tmp_path), ['out'], str(tmp_path / 'out.pb'))
-  graph_def = tf.GraphDef()
-  with open(str(tmp_path / 'out.pb'), 'rb') as f:
-    graph_def.ParseFromString(f.read())
-  with tf.Graph().as_default() as g:
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session(graph=g) as sess:
-      np.testing.assert_array_equal(sess.run('out:0'), [[27.0, 36.0]])
+  graph_def = read_graph_def(str(tmp_path / 'out.pb'))
+  np.testing.assert_array_equal(run_graph_def(graph_def, None, 'out:0'),
+                                [[27.0, 36.0]])

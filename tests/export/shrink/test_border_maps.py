@@ -11,7 +11,7 @@ import tensorflow.compat.v1 as tf
 from tf1prune import deploy
 from tf1prune.export import graph_io
 from tf1prune.export.shrink.rounds import shrink_graph_def
-from tests.support.graphs import consts as _consts, run as _run
+from tests.support.graphs import consts as _consts, run_graph_def
 
 
 def _masked(name, shape, empty, initializer):
@@ -61,8 +61,8 @@ def _block(size=8, stride=1, pointwise_bias=True, batch=None, empty=(1, 4, 6),
 
 
 def _same_outputs(graph_def, small, feed):
-  expected = _run(graph_def, feed)
-  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+  expected = run_graph_def(graph_def, feed)
+  np.testing.assert_allclose(run_graph_def(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
 
 
@@ -135,9 +135,9 @@ def test_a_filter_that_only_read_removed_channels_goes_next_round():
         3, 3, 12, 4).astype(np.float32)), [1] * 4, 'SAME'), name='z')
     graph_def = tf.get_default_graph().as_graph_def()
   small, report = shrink_graph_def(graph_def, ['z'])
-  expected = _run(graph_def, feed, 'z:0')
-  np.testing.assert_allclose(_run(small, feed, 'z:0'), expected, rtol=0,
-                             atol=1e-5 * np.abs(expected).max())
+  expected = run_graph_def(graph_def, feed, 'z:0')
+  np.testing.assert_allclose(run_graph_def(small, feed, 'z:0'), expected,
+                             rtol=0, atol=1e-5 * np.abs(expected).max())
   assert report.stops == []
   # Output 5 was a map (bias + what the removed inputs gave): removed, and
   # the next conv gets what it gave as a map of its own.

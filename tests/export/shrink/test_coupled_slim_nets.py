@@ -16,7 +16,6 @@ The nets are built with their slim arg scopes (batch norm): on TF 2.x, where
 """
 
 import contextlib
-import os
 
 import numpy as np
 import pytest
@@ -24,7 +23,9 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from bench.shrink_resnet import resnet_v1_50_one_unit
-from tests.support.graphs import ideal_flops, read_graph
+from tests.support.flops import ideal_flops
+from tests.support.graphs import read_graph, read_graph_def, run_graph_def
+from tests.support.pruned_nets import prune_and_save
 
 TF1 = tf.__version__.startswith('1.')
 
@@ -56,34 +57,6 @@ def _build(name):
   return images, logits
 
 
-def _randomize_normalization(sess, rs):
-  """Gives biases and batch-norm variables non-trivial values."""
-  for var in tf.global_variables():
-    base = var.op.name.rsplit('/', 1)[-1]
-    shape = var.get_shape().as_list()
-    if base in ('biases', 'beta', 'moving_mean'):
-      var.load(rs.normal(0, 0.1, shape).astype(np.float32), sess)
-    elif base in ('gamma', 'moving_variance'):
-      var.load(rs.uniform(0.5, 1.5, shape).astype(np.float32), sess)
-
-
-def _prune_and_save(name, directory):
-  images, logits = _build(name)
-  step = tf.train.get_or_create_global_step()
-  pruning = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
-      'target_sparsity=0.5,sparsity_function_end_step=1,'
-      'granularity_map=[.*:coupled_filter],do_not_prune=[logits]'))
-  update = pruning.mask_update_op()
-  with tf.Session() as sess:
-    sess.run(tf.global_variables_initializer())
-    _randomize_normalization(sess, np.random.RandomState(0))
-    sess.run(tf.assign(step, 1))
-    sess.run(update)
-    tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'),
-                          global_step=step)
-  return images.op.name, logits.op.name, len(pruning.coupled_groups())
-
-
 def _filters_kept(graph, report):
   """{layer op name: bool per output channel: its frozen filter is nonzero}."""
   kept = {}
@@ -98,11 +71,6 @@ def _filters_kept(graph, report):
   return kept
 
 
-def _run(graph, feed, output):
-  with tf.Session(graph=graph) as sess:
-    return sess.run(output + ':0', feed)
-
-
 @pytest.mark.parametrize('name', [
     'resnet_v1_one_unit',
     pytest.param('resnet_v1_50', marks=pytest.mark.slow),
@@ -112,8 +80,9 @@ def _run(graph, feed, output):
     pytest.param('vgg_16', marks=pytest.mark.slow)])
 def test_coupled_pruned_net_shrinks_to_the_ideal_flops_with_equal_outputs(
     name, tmp_path):
-  images, output, num_groups = _prune_and_save(name, str(tmp_path))
-  assert num_groups > 0
+  net = prune_and_save(lambda: _build(name), str(tmp_path))
+  images, output = net.images, net.output
+  assert len(net.groups) > 0
   stripped = str(tmp_path / 'stripped.pb')
   tf1prune.strip_checkpoint(str(tmp_path), [output], stripped)
   small = str(tmp_path / 'small.pb')
@@ -122,8 +91,8 @@ def test_coupled_pruned_net_shrinks_to_the_ideal_flops_with_equal_outputs(
   shape = big_graph.get_tensor_by_name(images + ':0').get_shape().as_list()
   feed = {images + ':0': np.random.RandomState(1).uniform(
       0, 1, shape).astype(np.float32)}
-  expected = _run(big_graph, feed, output)
-  got = _run(read_graph(small), feed, output)
+  expected = run_graph_def(read_graph_def(stripped), feed, output + ':0')
+  got = run_graph_def(read_graph_def(small), feed, output + ':0')
   scale = np.abs(expected).max()
   np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * scale)
   ideal = ideal_flops(big_graph, report,

@@ -4,39 +4,19 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export.shrink.rounds import shrink_graph_def
-from tests.support.graphs import const as _const, consts as _consts, run as _run
-
-
-
-
-
-def _depthwise_net(rs, outputs, kernel):
-  """conv1 1x1 (10 of 16 filters empty, biases > 0) -> relu -> depthwise 3x3
-  SAME -> bias -> relu -> conv2 (`kernel`, SAME, `outputs` filters) = y.
-
-  A removed channel is a constant before the depthwise conv and a map after
-  it (its zero padding): 9 kinds of position (corners, edges, interior).
-  Returns (feed, the conv2 input tensor, conv2's weight)."""
-  x = tf.placeholder(tf.float32, [None, 5, 5, 2], name='x')
-  w1 = rs.randn(1, 1, 2, 16).astype(np.float32)
-  w1[..., :10] = 0.0
-  h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, _const(w1), [1] * 4, 'SAME'),
-                                _const(rs.uniform(0.5, 1.0, 16))))
-  h = tf.nn.depthwise_conv2d(h, _const(rs.randn(3, 3, 16, 1)), [1] * 4, 'SAME')
-  h = tf.nn.relu(tf.nn.bias_add(h, _const(rs.uniform(0.5, 1.0, 16))))
-  w2 = rs.randn(kernel, kernel, 16, outputs).astype(np.float32)
-  tf.nn.conv2d(h, _const(w2), [1] * 4, 'SAME', name='y')
-  return rs.randn(2, 5, 5, 2).astype(np.float32), h, w2
+from tests.support.graphs import consts as _consts, run_graph_def
+from tests.support.nets import depthwise_block
 
 
 def test_a_map_reaches_the_conv_as_one_indicator_channel_per_position_kind():
-  feed, h, w2 = _depthwise_net(np.random.RandomState(0), 32, 3)
+  feed, h, w2 = depthwise_block(np.random.RandomState(0), outputs=32,
+                                kernel=3, padding='SAME', act=tf.nn.relu)
   graph_def = tf.get_default_graph().as_graph_def()
   with tf.Session() as sess:
     removed = sess.run(h, {'x:0': feed})[0, :, :, :10].astype(np.float64)
   small, report = shrink_graph_def(graph_def, ['y'])
-  expected = _run(graph_def, feed)
-  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+  expected = run_graph_def(graph_def, feed)
+  np.testing.assert_allclose(run_graph_def(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   assert report.stops == []
   assert [l.outputs_after for l in report.layers] == [6, 6, 32]
@@ -59,11 +39,12 @@ def test_a_map_reaches_the_conv_as_one_indicator_channel_per_position_kind():
 
 
 def test_a_map_costlier_than_its_channels_is_kept_and_the_report_says_why():
-  feed, _, _ = _depthwise_net(np.random.RandomState(1), 4, 1)
+  feed, _, _ = depthwise_block(np.random.RandomState(1), outputs=4,
+                               kernel=1, padding='SAME', act=tf.nn.relu)
   graph_def = tf.get_default_graph().as_graph_def()
   small, report = shrink_graph_def(graph_def, ['y'], objective='params')
-  expected = _run(graph_def, feed)
-  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+  expected = run_graph_def(graph_def, feed)
+  np.testing.assert_allclose(run_graph_def(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   stop, = report.stops
   # The stop names the padded depthwise conv that made the constants a map.

@@ -5,34 +5,18 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export.shrink.rounds import shrink_graph_def
-from tests.support.graphs import const as _const, consts as _consts, run as _run
-
-
-def _block(rs, removed=10, channels=16, outputs=4, size=5, batch=None):
-  """conv1 1x1 (`removed` of `channels` filters empty, biases > 0) -> relu
-  -> depthwise 3x3 SAME -> bias -> relu6 -> conv2 1x1 (`outputs`) = y: a
-  MobileNet block. Returns (feed, the values conv2 reads, conv2's weight)."""
-  x = tf.placeholder(tf.float32, [batch, size, size, 2], name='x')
-  w1 = rs.randn(1, 1, 2, channels).astype(np.float32)
-  w1[..., :removed] = 0.0
-  h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, _const(w1), [1] * 4, 'SAME'),
-                                _const(rs.uniform(0.5, 1.0, channels))))
-  h = tf.nn.depthwise_conv2d(h, _const(rs.randn(3, 3, channels, 1)), [1] * 4,
-                             'SAME', name='depthwise')
-  h = tf.nn.relu6(tf.nn.bias_add(h, _const(rs.uniform(0.5, 1.0, channels))))
-  w2 = rs.randn(1, 1, channels, outputs).astype(np.float32)
-  tf.nn.conv2d(h, _const(w2), [1] * 4, 'VALID', name='y')
-  return rs.randn(2, size, size, 2).astype(np.float32), h, w2
+from tests.support.graphs import consts as _consts, run_graph_def
+from tests.support.nets import depthwise_block
 
 
 def test_flops_objective_removes_the_map_with_its_interior_in_the_bias():
-  feed, h, w2 = _block(np.random.RandomState(1))
+  feed, h, w2 = depthwise_block(np.random.RandomState(1))
   graph_def = tf.get_default_graph().as_graph_def()
   with tf.Session() as sess:
     removed = sess.run(h, {'x:0': feed})[0, :, :, :10].astype(np.float64)
   small, report = shrink_graph_def(graph_def, ['y'])
-  expected = _run(graph_def, feed)
-  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+  expected = run_graph_def(graph_def, feed)
+  np.testing.assert_allclose(run_graph_def(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   assert report.stops == []
   assert [l.outputs_after for l in report.layers] == [6, 6, 4]
@@ -62,15 +46,15 @@ def test_flops_objective_removes_the_map_with_its_interior_in_the_bias():
 
 
 def test_params_objective_keeps_the_channels_and_names_the_padded_op():
-  feed, h, _ = _block(np.random.RandomState(2))
+  feed, h, _ = depthwise_block(np.random.RandomState(2))
   graph_def = tf.get_default_graph().as_graph_def()
   with tf.Session() as sess:
     removed = sess.run(h, {'x:0': feed})[0, :, :, :10].reshape(-1, 10)
   varying = int((removed.max(axis=0) != removed.min(axis=0)).sum())
   assert 0 < varying < 10         # one saturates: a constant, it goes
   small, report = shrink_graph_def(graph_def, ['y'], objective='params')
-  expected = _run(graph_def, feed)
-  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+  expected = run_graph_def(graph_def, feed)
+  np.testing.assert_allclose(run_graph_def(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   stop, = report.stops
   assert (stop.node, stop.op, stop.channels) == (
@@ -81,11 +65,11 @@ def test_params_objective_keeps_the_channels_and_names_the_padded_op():
 
 
 def test_fewer_removed_channels_than_position_kinds_are_read_as_they_are():
-  feed, h, w2 = _block(np.random.RandomState(3), removed=3)
+  feed, h, w2 = depthwise_block(np.random.RandomState(3), removed=3)
   graph_def = tf.get_default_graph().as_graph_def()
   small, report = shrink_graph_def(graph_def, ['y'])
-  expected = _run(graph_def, feed)
-  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+  expected = run_graph_def(graph_def, feed)
+  np.testing.assert_allclose(run_graph_def(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   assert report.stops == []
   weight = _consts(small)[[n.input[1] for n in small.node
@@ -95,7 +79,7 @@ def test_fewer_removed_channels_than_position_kinds_are_read_as_they_are():
 
 
 def test_an_unknown_objective_is_refused_with_the_choices():
-  _block(np.random.RandomState(4))
+  depthwise_block(np.random.RandomState(4))
   with pytest.raises(ValueError, match=r"objective must be 'flops' or "
                      r"'params', got 'speed'"):
     shrink_graph_def(tf.get_default_graph().as_graph_def(), ['y'],
@@ -103,11 +87,11 @@ def test_an_unknown_objective_is_refused_with_the_choices():
 
 
 def test_where_the_shape_is_known_the_extra_channels_are_one_constant():
-  feed, h, _ = _block(np.random.RandomState(1), batch=2)
+  feed, h, _ = depthwise_block(np.random.RandomState(1), batch=2)
   graph_def = tf.get_default_graph().as_graph_def()
   small, report = shrink_graph_def(graph_def, ['y'])
-  expected = _run(graph_def, feed)
-  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+  expected = run_graph_def(graph_def, feed)
+  np.testing.assert_allclose(run_graph_def(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   assert report.stops == []
   added = {n.name.partition('/shrink_ones')[2]: n.op for n in small.node

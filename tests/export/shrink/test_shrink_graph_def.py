@@ -11,7 +11,8 @@ from tf1prune.export import graph_io
 from tf1prune.export.shrink.rounds import shrink_graph_def
 from tf1prune.export.shrink.padding import constant_response, conv_pads
 from tests.support.graphs import (const as _const, consts as _consts,
-                                  run as _run, run_in)
+                                  read_graph_def, run_graph_def,
+                                  run_in_process)
 
 
 
@@ -20,8 +21,8 @@ from tests.support.graphs import (const as _const, consts as _consts,
 def _check_same_outputs(graph_def, feed, outputs=('y',), **kwargs):
   small, report = shrink_graph_def(graph_def, list(outputs), **kwargs)
   for name in outputs:
-    np.testing.assert_allclose(_run(small, feed, name + ':0'),
-                               _run(graph_def, feed, name + ':0'),
+    np.testing.assert_allclose(run_graph_def(small, feed, name + ':0'),
+                               run_graph_def(graph_def, feed, name + ':0'),
                                rtol=1e-5, atol=1e-5)
   return small, report
 
@@ -381,8 +382,9 @@ def test_an_input_of_unknown_size_gets_the_removed_values_as_a_ones_channel(
   rs = np.random.RandomState(stride)
   for size in (7, 8):     # odd and even: SAME pads them differently
     feed = rs.randn(2, size, size, 3).astype(np.float32)
-    np.testing.assert_allclose(_run(small, feed), _run(graph_def, feed),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(run_graph_def(small, feed),
+                               run_graph_def(graph_def, feed), rtol=1e-5,
+                               atol=1e-5)
   assert report.stops == []
   assert [(l.outputs_before, l.outputs_after) for l in report.layers] == [
       (6, 4), (4, 4)]
@@ -648,9 +650,9 @@ def test_shrunk_graph_written_under_this_tf_runs_under_the_other(
   stripped, feed = _pruned_stripped_graph('conv.*:kernel,fc3:filter')
   small, _ = shrink_graph_def(stripped, ['y'])
   graph_io.strip_default_attrs(small, graph_io.op_defs(small))
-  other = run_in(other_python, small, feed, str(tmp_path))
-  np.testing.assert_allclose(other,
-                             _run(stripped, feed), rtol=1e-5, atol=1e-5)
+  other, = run_in_process(other_python, [small], feed, str(tmp_path))
+  np.testing.assert_allclose(other, run_graph_def(stripped, feed), rtol=1e-5,
+                             atol=1e-5)
 
 
 def test_shrink_pb_rewrites_the_file_smaller(tmp_path):
@@ -659,11 +661,10 @@ def test_shrink_pb_rewrites_the_file_smaller(tmp_path):
   with open(path, 'wb') as f:
     f.write(stripped.SerializeToString())
   report = tf1prune.shrink_pb(path, ['y'], str(tmp_path / 'small.pb'))
-  small = tf.GraphDef()
-  with open(str(tmp_path / 'small.pb'), 'rb') as f:
-    small.ParseFromString(f.read())
-  np.testing.assert_allclose(_run(small, feed), _run(stripped, feed),
-                             rtol=1e-5, atol=1e-5)
+  small = read_graph_def(str(tmp_path / 'small.pb'))
+  np.testing.assert_allclose(run_graph_def(small, feed),
+                             run_graph_def(stripped, feed), rtol=1e-5,
+                             atol=1e-5)
   assert report.file_bytes_before == os.path.getsize(path)
   assert report.file_bytes_after == os.path.getsize(str(tmp_path / 'small.pb'))
   assert report.file_bytes_after < 0.6 * report.file_bytes_before
@@ -705,11 +706,9 @@ def test_strip_pruning_vars_shrink_flag(tmp_path, capsys):
   assert status == 0
   assert 'shrink (channels whose filters are all zero removed):' in printed
   assert '8 -> 2' in printed
-  graph_def = tf.GraphDef()
-  with open(str(tmp_path / 'out' / 'pruning_stripped.pb'), 'rb') as f:
-    graph_def.ParseFromString(f.read())
-  np.testing.assert_allclose(_run(graph_def, feed), expected, rtol=1e-5,
-                             atol=1e-5)
+  graph_def = read_graph_def(str(tmp_path / 'out' / 'pruning_stripped.pb'))
+  np.testing.assert_allclose(run_graph_def(graph_def, feed), expected,
+                             rtol=1e-5, atol=1e-5)
   with open(str(tmp_path / 'report.json')) as f:
     shrink = __import__('json').load(f)['shrink']
   assert [l['outputs_after'] for l in shrink['layers']] == [2, 4]

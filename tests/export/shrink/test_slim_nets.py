@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tests.support.graphs import run_graph_def
 from tf1prune.export.shrink.rounds import shrink_graph_def
 
 pytestmark = pytest.mark.skipif(
@@ -56,17 +57,10 @@ def _frozen(build, size, seed):
   return frozen, rs.randn(2, size, size, 3).astype(np.float32), zeroed
 
 
-def _run(graph_def, feed):
-  with tf.Graph().as_default():
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session() as sess:
-      return sess.run('y:0', {'x:0': feed})
-
-
 def _check(frozen, feed):
   small, report = shrink_graph_def(frozen, ['y'])
-  expected = _run(frozen, feed)
-  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+  expected = run_graph_def(frozen, feed)
+  np.testing.assert_allclose(run_graph_def(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   # Ideal for this mask: every layer keeps half its inputs (but the first,
   # which reads the image) and half its outputs (but the logits).

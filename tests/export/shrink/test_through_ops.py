@@ -8,7 +8,7 @@ import tensorflow.compat.v1 as tf
 
 from tf1prune.export.shrink.rounds import shrink_graph_def
 from tf1prune.export.shrink.prepare import fold_constants
-from tests.support.graphs import const as _const, run as _run, run_in
+from tests.support.graphs import const as _const, run_graph_def, run_in_process
 
 
 
@@ -17,8 +17,8 @@ def _shrink_same_outputs(feed, **kwargs):
   """Shrinks the default graph; checks y to rtol 1e-5 of max|y|."""
   graph_def = tf.get_default_graph().as_graph_def()
   small, report = shrink_graph_def(graph_def, ['y'], **kwargs)
-  expected = _run(graph_def, feed)
-  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+  expected = run_graph_def(graph_def, feed)
+  np.testing.assert_allclose(run_graph_def(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   return small, report
 
@@ -92,8 +92,9 @@ def test_unfused_batch_norm_of_frozen_variables_folds_without_other_tools():
   assert [n for n in frozen.node if n.op == 'Rsqrt']
   feed = rs.randn(2, 6, 6, 2).astype(np.float32)
   small, report = shrink_graph_def(frozen, ['y'])
-  np.testing.assert_allclose(_run(small, feed), _run(frozen, feed), rtol=0,
-                             atol=1e-5 * np.abs(_run(frozen, feed)).max())
+  np.testing.assert_allclose(
+      run_graph_def(small, feed), run_graph_def(frozen, feed), rtol=0,
+      atol=1e-5 * np.abs(run_graph_def(frozen, feed)).max())
   assert not [n for n in small.node if n.op in ('Rsqrt', 'Mul', 'Sub')]
   assert _layer(report, 'conv1').outputs_after == 2
   assert _layer(report, 'conv2').inputs_after == 2
@@ -238,8 +239,8 @@ def test_residual_graph_shrunk_here_runs_under_the_other_tf(tmp_path,
   feed = _residual(np.random.RandomState(2), [1, 4, 6], [1, 4, 6])
   graph_def = tf.get_default_graph().as_graph_def()
   small, _ = shrink_graph_def(graph_def, ['y'])
-  other = run_in(other_python, small, feed, str(tmp_path))
-  expected = _run(graph_def, feed)
+  other, = run_in_process(other_python, [small], feed, str(tmp_path))
+  expected = run_graph_def(graph_def, feed)
   np.testing.assert_allclose(other, expected,
                              rtol=0, atol=1e-5 * np.abs(expected).max())
 
@@ -254,7 +255,7 @@ def test_every_fused_batch_norm_version_folds(op):
   tf.identity(_conv(h, rs.randn(1, 1, 4, 3), 'conv2'), name='y')
   graph_def = tf.get_default_graph().as_graph_def()
   feed = rs.randn(2, 5, 5, 2).astype(np.float32)
-  expected = _run(graph_def, feed)
+  expected = run_graph_def(graph_def, feed)
   for node in graph_def.node:
     if node.op.startswith('FusedBatchNorm'):
       node.op = op
@@ -264,7 +265,7 @@ def test_every_fused_batch_norm_version_folds(op):
         if attr in node.attr:
           del node.attr[attr]
   small, report = shrink_graph_def(graph_def, ['y'])
-  np.testing.assert_allclose(_run(small, feed), expected, rtol=0,
+  np.testing.assert_allclose(run_graph_def(small, feed), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   assert _layer(report, 'conv1').outputs_after == 3
   assert not [n for n in small.node if n.op.startswith('FusedBatchNorm')]
@@ -315,7 +316,7 @@ def test_unfused_batch_norm_offset_becomes_a_bias_add():
   h = sum(padded[:, i:i + 6, j:j + 6] * dw[i, j, :, 0]
           for i in range(3) for j in range(3))
   expected = _hard_swish(batch_norm(h, stats[1])).mean(axis=(1, 2)) @ w2
-  np.testing.assert_allclose(_run(small, x), expected, rtol=0,
+  np.testing.assert_allclose(run_graph_def(small, x), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
 
 
@@ -344,7 +345,8 @@ def test_a_conv_add_and_hard_swish_run_without_a_remapper_failure(tmp_path):
   h = sum(padded[:, i:i + 8, j:j + 8] * dw[i, j, :, 0]
           for i in range(3) for j in range(3))
   expected = _hard_swish(h + b2).mean(axis=(1, 2))
-  got, log = run_in(sys.executable, small, x, str(tmp_path), stderr=True)
+  (got,), log = run_in_process(sys.executable, [small], x, str(tmp_path),
+                               stderr=True)
   np.testing.assert_allclose(got, expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
   assert 'remapper failed' not in log
@@ -365,5 +367,5 @@ def test_an_add_that_broadcasts_a_layer_output_stays_an_add():
     small, _ = _shrink_same_outputs(x)
   assert {n.name: n.op for n in small.node}['wide'] in ('Add', 'AddV2')
   expected = np.maximum(x.astype(np.float64) @ w1 + b, 0.0) @ w2
-  np.testing.assert_allclose(_run(small, x), expected, rtol=0,
+  np.testing.assert_allclose(run_graph_def(small, x), expected, rtol=0,
                              atol=1e-5 * np.abs(expected).max())
