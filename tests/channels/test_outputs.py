@@ -6,14 +6,6 @@ import tensorflow.compat.v1 as tf
 import tf1prune
 
 
-@pytest.fixture
-def warnings(monkeypatch):
-  said = []
-  monkeypatch.setattr(tf.logging, 'warning',
-                      lambda text, *args: said.append(text % args))
-  return said
-
-
 def _net(head='training'):
   """Conv1 (8) -> mean -> Logits (10) -> `head`.
 
@@ -63,31 +55,31 @@ def test_the_logits_group_says_it_is_the_model_output():
   assert groups[1].outputs.startswith('they reach Softmax')
 
 
-def test_coupled_filter_leaves_the_logits_dense_and_says_so_once(warnings):
+def test_coupled_filter_leaves_the_logits_dense_and_says_so_once(tf_warnings):
   _net()
   masks = _masks('granularity_map=[.*:coupled_filter],do_not_prune=[logits]')
   assert (masks['Logits/weights'] == 1).all()
   kept = masks['Conv1/weights'].reshape(-1, 8).all(axis=0)
   assert kept.sum() == 4
-  unmatched = [w for w in warnings if 'match no masked weight' in w]
+  unmatched = [w for w in tf_warnings if 'match no masked weight' in w]
   assert len(unmatched) == 1
   assert 'ignoring case, logits matches Logits/weights' in unmatched[0]
-  outputs = [w for w in warnings if "the model's outputs" in w]
+  outputs = [w for w in tf_warnings if "the model's outputs" in w]
   assert len(outputs) == 1
   assert outputs[0].startswith('coupled_filter: Logits/weights stay dense')
   assert 'they reach Softmax' in outputs[0]
 
 
-def test_naming_the_output_layer_prunes_it(warnings):
+def test_naming_the_output_layer_prunes_it(tf_warnings):
   _net()
   masks = _masks('granularity_map=[Conv:coupled_filter,Logits:coupled_filter]')
   kept = masks['Logits/weights'].all(axis=0)
   assert kept.sum() == 5
-  assert not [w for w in warnings if "the model's outputs" in w]
+  assert not [w for w in tf_warnings if "the model's outputs" in w]
 
 
-def _outputs(warnings):
-  return [w for w in warnings if "the model's outputs" in w]
+def _outputs(tf_warnings):
+  return [w for w in tf_warnings if "the model's outputs" in w]
 
 
 def _filters_kept(mask):
@@ -128,12 +120,12 @@ def test_a_side_branch_nothing_reads_does_not_make_a_hidden_layer_an_output():
     ('inference', 'nothing reads them (Logits/BiasAdd:0)'),
     ('softmax', 'they reach Softmax (predictions)')])
 def test_filter_pruning_leaves_the_final_layer_dense_and_says_so_once(
-    warnings, granularity, head, why):
+    tf_warnings, granularity, head, why):
   _net(head)
   masks = _masks('granularity_map=[.*:%s]' % granularity)
   assert (masks['Logits/weights'] == 1).all()
   assert _filters_kept(masks['Conv1/weights']) == 4
-  assert _outputs(warnings) == [
+  assert _outputs(tf_warnings) == [
       "%s: Logits/weights stay dense: their output channels are the model's "
       "outputs (%s), and %s pruning would remove outputs. Name the layer in "
       "granularity_map (e.g. 'Logits:%s') to prune it anyway, or "
@@ -143,32 +135,32 @@ def test_filter_pruning_leaves_the_final_layer_dense_and_says_so_once(
 
 @pytest.mark.parametrize('granularity', ['coupled_filter', 'filter'])
 @pytest.mark.parametrize('head', ['inference', 'softmax'])
-def test_naming_the_final_layer_prunes_it(warnings, granularity, head):
+def test_naming_the_final_layer_prunes_it(tf_warnings, granularity, head):
   _net(head)
   masks = _masks('granularity_map=[Conv:%s,Logits:%s]' % (granularity,
                                                           granularity))
   assert _filters_kept(masks['Logits/weights']) == 5
   assert _filters_kept(masks['Conv1/weights']) == 4
-  assert not _outputs(warnings)
+  assert not _outputs(tf_warnings)
 
 
-def test_filter_pruning_prunes_logits_a_loss_reads(warnings):
+def test_filter_pruning_prunes_logits_a_loss_reads(tf_warnings):
   _net('loss')
   masks = _masks('granularity_map=[.*:filter]')
   assert _filters_kept(masks['Logits/weights']) == 5
-  assert not _outputs(warnings)
+  assert not _outputs(tf_warnings)
 
 
-def test_do_not_prune_logits_on_a_logits_scope_gives_the_case_hint(warnings):
+def test_do_not_prune_logits_on_a_logits_scope_gives_the_case_hint(tf_warnings):
   _net('inference')
   masks = _masks('granularity_map=[.*:filter],do_not_prune=[logits]')
   assert (masks['Logits/weights'] == 1).all()
-  unmatched = [w for w in warnings if 'match no masked weight' in w]
+  unmatched = [w for w in tf_warnings if 'match no masked weight' in w]
   assert unmatched == [
       "do_not_prune entries ['logits'] match no masked weight (Conv1/weights, "
       "Logits/weights); regexes are case-sensitive: ignoring case, logits "
       "matches Logits/weights"]
-  assert len(_outputs(warnings)) == 1
+  assert len(_outputs(tf_warnings)) == 1
 
 
 @pytest.mark.parametrize('text,guarded', [
@@ -181,8 +173,8 @@ def test_do_not_prune_logits_on_a_logits_scope_gives_the_case_hint(warnings):
     ('block_height=-1,block_width=2', False),
     ('block_height=2,block_width=2', False)])
 def test_the_guard_covers_the_granularities_that_remove_whole_outputs(
-    warnings, text, guarded):
+    tf_warnings, text, guarded):
   _net('inference')
   masks = _masks(text)
   assert (masks['Logits/weights'] == 1).all() == guarded
-  assert len(_outputs(warnings)) == int(guarded)
+  assert len(_outputs(tf_warnings)) == int(guarded)

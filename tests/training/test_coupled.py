@@ -280,15 +280,7 @@ def test_a_group_split_over_two_global_groups_is_refused():
     p.mask_update_op()
 
 
-@pytest.fixture
-def warnings(monkeypatch):
-  said = []
-  monkeypatch.setattr(tf.logging, 'warning',
-                      lambda text, *args: said.append(text % args))
-  return said
-
-
-def test_a_group_with_members_of_other_granularities_stays_dense(warnings):
+def test_a_group_with_members_of_other_granularities_stays_dense(tf_warnings):
   _residual_net()
   values = _values(5)
   sess = _update('target_sparsity=0.5,granularity_map=[^(stem|b1|head)/:'
@@ -300,10 +292,10 @@ def test_a_group_with_members_of_other_granularities_stays_dense(warnings):
   expected['b2'] = b2
   _check_filters(masks, expected)
   assert any('[8 channels: stem/weights, b2/weights] has members not pruned '
-             'with coupled_filter (b2/weights' in w for w in warnings)
+             'with coupled_filter (b2/weights' in w for w in tf_warnings)
 
 
-def test_do_not_prune_on_one_member_keeps_the_whole_group_dense(warnings):
+def test_do_not_prune_on_one_member_keeps_the_whole_group_dense(tf_warnings):
   _residual_net()
   values = _values(6)
   sess = _update('granularity_map=[.*:coupled_filter],do_not_prune=[^b2]',
@@ -311,10 +303,10 @@ def test_do_not_prune_on_one_member_keeps_the_whole_group_dense(warnings):
   masks = _masks(sess)
   assert (masks['stem'] == 1).all() and (masks['b2'] == 1).all()
   _check_filters(masks, _expected(values, 0.5, groups=[['b1'], ['head']]))
-  assert any('stem/weights stay dense' in w for w in warnings)
+  assert any('stem/weights stay dense' in w for w in tf_warnings)
 
 
-def test_a_blocked_group_stays_dense_with_a_warning(warnings):
+def test_a_blocked_group_stays_dense_with_a_warning(tf_warnings):
   x = tf.placeholder(tf.float32, [2, 6, 6, 4])
   branch = _conv(x, 4, 1, 'branch', None)
   tf.reduce_mean(_conv(tf.nn.relu(x + branch), 5, 1, 'next'))   # a loss
@@ -323,7 +315,7 @@ def test_a_blocked_group_stays_dense_with_a_warning(warnings):
   masks = _masks(sess)
   assert (masks['branch'] == 1).all()
   _check_filters(masks, _expected(values, 0.5, groups=[['next']]))
-  assert any('blocked (added to Placeholder:0' in w for w in warnings)
+  assert any('blocked (added to Placeholder:0' in w for w in tf_warnings)
 
 
 def test_a_kept_locked_entry_keeps_its_unit_in_every_member():
@@ -364,14 +356,14 @@ def test_pruned_locked_entries_stay_zero_in_kept_units():
   _check_filters(masks, expected)
 
 
-def test_coupled_filter_on_a_weight_in_no_group_stays_dense(warnings):
+def test_coupled_filter_on_a_weight_in_no_group_stays_dense(tf_warnings):
   w = tf.get_variable('lonely/weights', [4, 6])
   with tf.variable_scope('lonely'):
     tf.matmul(tf.ones([2, 6]), tf1prune.apply_mask(w), transpose_b=True)
   sess = _update('granularity_map=[.*:coupled_filter]',
                  {'lonely': np.arange(24, dtype=np.float32).reshape(4, 6)})
   assert (_masks(sess)['lonely'] == 1).all()
-  assert any('lonely/weights feed no NHWC Conv2D' in w for w in warnings)
+  assert any('lonely/weights feed no NHWC Conv2D' in w for w in tf_warnings)
 
 
 # ---------------------------------------------------------------- hparams
