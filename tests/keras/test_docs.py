@@ -1,13 +1,12 @@
 """tf1prune.keras: docstring and docs examples run; TF 1.x gets a clear error.
 
-The ```python blocks of the docs pages marked as eager (test_docs.EAGER, e.g.
+The ```python blocks of the docs pages marked as eager (docs_pages.EAGER, e.g.
 docs/keras.md) run here, in order in one fresh process, on the Keras that
 tf.keras stands for; tests/test_docs.py leaves those pages out.
 """
 
 import doctest
 import importlib
-import json
 import os
 import pkgutil
 import subprocess
@@ -16,8 +15,9 @@ import sys
 import pytest
 import tensorflow as tf
 
+from tests.support.checkout import ROOT
+from tests.support.docs_pages import EAGER, PAGES, read, run_blocks, runnable
 from tests.support.keras_models import TF2, keras_module
-from tests.support.checkout import ROOT, SUPPORT
 
 _VERSION = 'tf1prune.keras._version'
 
@@ -34,8 +34,6 @@ def test_import_on_tf1_raises_a_clear_import_error():
 
 def test_importing_tf1prune_imports_no_keras():
   """Nothing Keras beyond what `import tensorflow` itself loads."""
-  import subprocess
-  import sys
   code = ('import sys, tensorflow.compat.v1\n'
           'def keras(): return set(m for m in sys.modules if m == "keras" or '
           'm.startswith(("keras.", "tf_keras", "tf1prune.keras")))\n'
@@ -91,9 +89,7 @@ def test_module_examples_run(name):
 
 
 def _eager_pages():
-  from tests import test_docs
-  return [p for p in test_docs.PAGES
-          if test_docs.EAGER in test_docs._read(p) and test_docs._runnable(p)]
+  return [p for p in PAGES if EAGER in read(p) and runnable(p)]
 
 
 @pytest.mark.skipif(not TF2 or not tf.executing_eagerly(),
@@ -101,17 +97,7 @@ def _eager_pages():
                     'process')
 @pytest.mark.parametrize('page', _eager_pages())
 def test_python_blocks_of_eager_page_run(page, tmp_path):
-  from tests import test_docs
-  spec = tmp_path / 'blocks.json'
-  spec.write_text(json.dumps(test_docs._runnable(page)))
-  work = tmp_path / 'cwd'
-  work.mkdir()
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  env['PYTHONPATH'] = test_docs.ROOT + os.pathsep + env.get('PYTHONPATH', '')
-  run = subprocess.run(
-      [sys.executable, os.path.join(SUPPORT, 'docs_worker.py'),
-       str(spec)], cwd=str(work), env=env, stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+  run = run_blocks(page, tmp_path)
   assert run.returncode == 0, run.stderr[-4000:]
 
 

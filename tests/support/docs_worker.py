@@ -1,4 +1,4 @@
-"""Runs the ```python blocks of one Markdown page in order (tests/test_docs.py).
+"""Runs the ```python blocks of one Markdown page in order, in this process.
 
     python tests/support/docs_worker.py blocks.json
 
@@ -8,6 +8,7 @@ starts on a fresh default graph. A block with an `expect` text must print
 exactly that (the page's ```text block after it). A failing block prints
 its traceback, whose file and line numbers are the page's own (or the
 difference of its output), and the worker exits with status 1.
+`tests.support.docs_pages.run_blocks` writes blocks.json and starts it.
 """
 
 import difflib
