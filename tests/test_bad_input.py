@@ -313,8 +313,8 @@ def test_the_warning_counts_every_nan_and_inf_of_a_real_kernel(
 def test_the_warning_counts_the_nan_and_inf_of_a_bfloat16_weight(
     capfd, monkeypatch, method, arithmetic):
   # 300 entries (exact: top_k, which counts nothing): the warning counts.
-  # TF 1.15's IsFinite of bfloat16 vectors is wrong: the count came out
-  # negative and nothing was printed.
+  # TF 1.15's IsFinite of bfloat16 vectors is wrong: a count built on it is
+  # negative and prints nothing.
   monkeypatch.setattr(pruning, '_COUNT_BY_ARITHMETIC', arithmetic)
   values = np.arange(1.0, 301.0).reshape([20, 15])
   values[0, 3], values[7, 7], values[19, 14] = np.nan, np.inf, -np.inf

@@ -1,4 +1,4 @@
-"""Drop-in fidelity with contrib's model_pruning (issue 16), on both stacks.
+"""Drop-in fidelity with contrib's model_pruning, on both stacks.
 
 Tests that compare with real contrib run on TF 1.15 only (contrib is gone on
 TF 2.x); the rest checks tf1prune's side on both stacks.
@@ -75,7 +75,7 @@ def _images(batch=2):
       batch, 8, 8, 3), tf.float32)
 
 
-# Point 1: a scope-level partitioner.
+# A scope-level partitioner.
 
 def test_apply_mask_in_a_partitioned_scope_prunes_the_whole_weight():
   # contrib's testPartitionedVariableMasking, through the public API.
@@ -139,7 +139,7 @@ def test_partitioned_scope_checkpoints_restore_both_ways(tmp_path):
                 sess.run(masked), np.linspace(1, 100, 100) * mask_value)
 
 
-# Point 2: pruning_scope renames nothing.
+# pruning_scope renames nothing.
 
 def _tutorial_model(images):
   with tf.variable_scope('conv1') as scope:
@@ -175,7 +175,7 @@ def test_pruning_scope_changes_no_op_name_of_the_model():
   assert patched.get_operation_by_name('conv1/conv1').type == 'Relu'
 
 
-# Point 3: contrib's op names.
+# contrib's op names.
 
 def test_cifar10_example_model_has_contribs_output_name():
   logits = _cifar10_inference(tf1prune, _images(), 2)
@@ -280,7 +280,7 @@ def test_contribs_readme_strip_command_works_on_a_tf1prune_graph(tmp_path,
   np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
-# Point 4: thresholds of the weight's dtype.
+# Thresholds of the weight's dtype.
 
 @pytest.mark.parametrize('dtype', [tf.float16, tf.float32, tf.float64])
 def test_threshold_has_the_weight_dtype_and_pruning_runs(dtype):
@@ -342,7 +342,7 @@ def test_float16_float64_checkpoints_restore_between_contrib_and_tf1prune(
             assert sess.run(thresholds) == [2.5, 2.5]
 
 
-# Point 7: the strip tool's defaults and its error for an unknown node.
+# The strip tool's defaults and its error for an unknown node.
 
 def test_strip_defaults_are_contribs():
   args = strip_cli.parse_args(['--checkpoint_dir=d', '--output_node_names=y'])

@@ -1,5 +1,5 @@
-"""Import paths that earlier docs gave keep working, as the same modules, and
-warn with the path to use and the release that removes them."""
+"""The old import paths (tf1prune/_moved.py) load the same modules as the new
+ones and warn with the path to use and the release that removes them."""
 
 import importlib
 import sys

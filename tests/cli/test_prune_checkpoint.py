@@ -121,7 +121,7 @@ def test_each_weight_is_pruned_in_a_graph_of_its_own(trained, tmp_path,
 
 
 def test_repeated_sparsity_flags_all_apply(trained, tmp_path, capsys):
-  # Only the last --sparsity was kept: conv1 stayed dense without a word.
+  # Every --sparsity applies, not only the last: conv1 is pruned too.
   logdir, _ = trained
   before = _read(tf.train.latest_checkpoint(logdir))
   out = str(tmp_path / 'pruned')
@@ -228,7 +228,7 @@ def _main(argv, capsys):
      2),
     (['--sparsity', 'conv1:1.5'], r'sparsity must be a number in \[0, 1\)', 2),
     (['--sparsity', '(:0.5'], "--sparsity regex '\\(' is not valid", 2),
-    # The later value won silently.
+    # Not the later value without a word: an error.
     (['--sparsity', 'conv1/weights:0.5,conv1/weights:0.3'],
      r"--sparsity regex 'conv1/weights' is given twice \(0\.5 and 0\.3\); "
      r"give each regex once$", 2),

@@ -131,7 +131,7 @@ def test_matrix_orders_consumers_and_prints_each_verdict():
     (['--pb=m.pb'], '--pb needs --inputs and --outputs'),
     (['--markdown=/no/such/dir/m.md'], "--markdown '/no/such/dir/m.md': the "
      'folder /no/such/dir does not exist'),
-    # A folder was found only after the whole check, as IsADirectoryError.
+    # A folder is refused up front, not after the whole check.
     (['--markdown=/'], "--markdown '/' is a folder: give the file to write, "
      'e.g. /deploy.md'),
     (['--models=cnn_element,cnn,lstm'], '--models names no model cnn,lstm; '

@@ -305,8 +305,8 @@ def test_a_queue_is_an_input_and_a_fed_iterator_is_not():
 
 def test_a_fed_dataset_with_random_augmentation_is_not_the_model(tmp_path):
   # The docs say a pipeline behind a placeholder_with_default passes; its
-  # map function (a random flip) is a library function, which was scanned
-  # whatever the outputs read: the strip refused it as a random op.
+  # map function (a random flip) is a library function that the outputs do
+  # not read: the strip does not take it for a random op of the model.
   directory = str(tmp_path / 'train')
   data = _images(6)
   with tf.Graph().as_default():

@@ -1,8 +1,8 @@
 """Locks and masks survive save/load, EMA, mixed precision, resume, replicas.
 
-The question's model (a Sequential with a Dense layer 'Dense0', its column 13
-locked at zero and row 2's first five entries at 1..5), on the Keras tf.keras
-stands for: Keras 3, Keras 2 (TF <= 2.15) or tf_keras. Checks are bit for bit
+A Sequential with a Dense layer 'Dense0' (its kernel's column 13 locked at
+zero and row 2's first five entries at 1..5), on the Keras tf.keras stands
+for: Keras 3, Keras 2 (TF <= 2.15) or tf_keras. Checks are bit for bit
 on the locked entries and exact on the masks.
 """
 
@@ -18,8 +18,8 @@ import tensorflow as tf
 
 from tests.support.checkout import ROOT, SUPPORT
 from tests.support.keras_models import (
-    bits, has_ema, is_keras3, keras_module, lock_question, question_data,
-    question_model, skip_unless_usable)
+    bits, dense0_data, dense0_model, has_ema, is_keras3, keras_module,
+    lock_dense0, skip_unless_usable)
 
 skip_unless_usable()
 
@@ -46,13 +46,13 @@ def _run(args, **extra):
 
 
 def _trained_locked_pruned():
-  """The question's model, locked, pruned to 50%, one epoch of Adam."""
-  model = question_model(K)
-  expected = lock_question(tk, model)
+  """The Dense0 model, locked, pruned to 50%, one epoch of Adam."""
+  model = dense0_model(K)
+  expected = lock_dense0(tk, model)
   model.compile(K.optimizers.Adam(0.05), 'mse')
   pruner = tk.Pruner(model, HPARAMS, weights=[('Dense0', 'kernel')])
   pruner.update(sparsity=0.5)
-  model.fit(*question_data(), batch_size=16, epochs=1, verbose=0)
+  model.fit(*dense0_data(), batch_size=16, epochs=1, verbose=0)
   return model, expected
 
 
@@ -148,14 +148,15 @@ def test_masks_of_every_kernel_kind_are_saved_with_the_model(build, layer,
 
 
 def test_ema_after_load_model_keeps_locked_entries(tmp_path):
-  """The issue's case: fit, save .keras, load_model, fit again with EMA."""
+  """Fit, save .keras, load_model, fit again with EMA: the locked entries
+  stay as they were locked."""
   if not has_ema(K):
     pytest.skip('%s %s optimizers have no use_ema (it came with Keras 2.11)'
                 % (K.__name__, K.__version__))
-  model = question_model(K)
-  locked, values = lock_question(tk, model)['Dense0/kernel']
+  model = dense0_model(K)
+  locked, values = lock_dense0(tk, model)['Dense0/kernel']
   model.compile(K.optimizers.Adam(0.05, clipnorm=0.1, use_ema=True), 'mse')
-  x, y = question_data()
+  x, y = dense0_data()
   model.fit(x, y, batch_size=16, epochs=2, verbose=0)
   _check_locks(model.get_layer('Dense0').kernel, locked, values)
   path = str(tmp_path / 'locked.keras')
@@ -179,8 +180,8 @@ def mixed_float16():
 
 def test_mixed_float16_keeps_the_float32_variable_exact(mixed_float16):
   del mixed_float16  # used for its policy
-  model = question_model(K)
-  locked, values = lock_question(tk, model)['Dense0/kernel']
+  model = dense0_model(K)
+  locked, values = lock_dense0(tk, model)['Dense0/kernel']
   layer = model.get_layer('Dense0')
   assert layer.compute_dtype == 'float16'
   assert tf.as_dtype(layer.kernel.dtype) == tf.float32
@@ -188,7 +189,7 @@ def test_mixed_float16_keeps_the_float32_variable_exact(mixed_float16):
   pruner.update(sparsity=0.5)
   before = np.array(layer.kernel)
   model.compile(K.optimizers.Adam(0.05), 'mse')     # loss-scaled by compile
-  model.fit(*question_data(), batch_size=16, epochs=2, verbose=0)
+  model.fit(*dense0_data(), batch_size=16, epochs=2, verbose=0)
   kernel = np.array(layer.kernel)
   assert kernel.dtype == np.float32
   _check_locks(kernel, locked, values)
@@ -297,13 +298,13 @@ def test_backup_and_restore_after_a_killed_fit_resumes_identically(tmp_path):
 
 
 def test_pruner_resume_catches_up_with_a_pruner_that_ran_every_step():
-  model = question_model(K)
-  lock_question(tk, model)
+  model = dense0_model(K)
+  lock_dense0(tk, model)
   ran = tk.Pruner(model, HPARAMS, weights=[('Dense0', 'kernel')])
   done = [s for s in range(1, 10) if ran.step(s)]
   assert done == [2, 4, 6, 8]
-  restored = question_model(K, seed=5)                # other initial values
-  lock_question(tk, restored)
+  restored = dense0_model(K, seed=5)                # other initial values
+  lock_dense0(tk, restored)
   restored.set_weights(model.get_weights())           # what a restore does
   fresh = tk.Pruner(restored, HPARAMS, weights=[('Dense0', 'kernel')])
   fresh.resume(9)

@@ -86,8 +86,8 @@ def test_global_masks_with_block_granularity():
 
 
 def test_an_nm_member_keeps_its_pattern_and_the_others_rank_together():
-  # N:M ranks no scores: the update raised KeyError for the member after it
-  # (global_masks returned one result fewer than its members).
+  # N:M ranks no scores: global_masks still gives one result per member, so
+  # the members after it get theirs.
   rs = np.random.RandomState(4)
   nm = rs.randn(8, 3).astype(np.float32)
   a, b = rs.randn(5, 5).astype(np.float32), rs.randn(4, 6).astype(np.float32)
@@ -133,9 +133,9 @@ def _decayed_with_nm(nm_first):
 
 
 def test_threshold_decay_of_a_group_averages_its_own_threshold_not_nm():
-  # With the N:M member first, the group's threshold was averaged with the
-  # N:M member's own (its smallest kept |w|): a and b kept 3 entries where
-  # they keep 27 with it last.
+  # The group's threshold decays with the group's own, never with the N:M
+  # member's (its smallest kept |w|): a and b keep the same entries with the
+  # N:M member first as with it last.
   first, values = _decayed_with_nm(True)
   last, _ = _decayed_with_nm(False)
   (mask_a, t_a), (mask_b, t_b) = last

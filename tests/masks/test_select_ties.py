@@ -230,9 +230,9 @@ def test_small_tied_scores(scores):
 @pytest.mark.parametrize('known', [True, False], ids=['static', 'unknown'])
 def test_negative_zero_and_sign_bit_nan_scores(size, dtype, known):
   # Scores >= 0 that are not an abs: -0.0 ties with 0.0 (earliest first) and
-  # the NaN of 0 * inf (sign bit set on x86) ranks above +inf. Both were
-  # read as negative ints: ranked below every score, and the radix select
-  # kept all 20000 scores at sparsity 0.5.
+  # the NaN of 0 * inf (sign bit set on x86) ranks above +inf. Neither is
+  # read as a negative int (that would rank it below every score, and the
+  # radix select would keep all 20000 scores at sparsity 0.5).
   nan = np.array([0xFFC00000], np.uint32).view(np.float32)[0]
   scores = np.tile(np.array([-0.0, 0.0, 1.0, 0.0, nan, 2.0, -0.0, np.inf,
                              0.5, 0.0], dtype), size // 10)

@@ -99,9 +99,9 @@ def test_group_masks_equal_numpy_reference(factory, shape, block, importance):
 @pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
 def test_a_max_over_a_nan_is_nan_on_every_stack(dtype):
   # Block MAX, the 'max' importance and the coupled 'max' reduction score a
-  # group holding a NaN as NaN, so it ranks first, as l1, l2 and AVG do. TF
-  # 1.15's reduce_max skipped the NaN (the group was scored by its other
-  # entries), TF 2.x's returned it.
+  # group holding a NaN as NaN, so it ranks first, as l1, l2 and AVG do, on
+  # both stacks: TF 1.15's reduce_max skips a NaN (it would score the group
+  # by its other entries), TF 2.x's returns it.
   w = _int_weight((4, 6), seed=5).astype(dtype)
   w[2, 4], w[0, 1], w[3, 0] = np.nan, np.inf, -np.nan
   other = _int_weight((2, 6), seed=6).astype(dtype)
@@ -206,9 +206,9 @@ def test_nm_ties_keep_the_earlier_inputs():
 @pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
 def test_nm_ranks_nan_above_inf_and_its_threshold_is_never_nan(dtype):
   # Groups of 4 inputs (one column each): NaN ranks above +inf, which ranks
-  # above every finite value, equal NaNs earliest first (a NaN was kept as an
-  # inf, after an earlier inf), and the threshold is the smallest kept
-  # magnitude that is not NaN (it was NaN on TF 2.x).
+  # above every finite value, equal NaNs earliest first (a NaN is not an inf
+  # to come after an earlier inf), and the threshold is the smallest kept
+  # magnitude that is not NaN, on both stacks.
   w = np.array([[np.inf, 1.0, np.nan], [-np.nan, 2.0, 5.0],
                 [3.0, np.nan, -np.inf], [-7.0, 4.0, np.nan]], dtype)
   (one, t_one), (two, t_two) = [

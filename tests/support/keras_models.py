@@ -35,18 +35,8 @@ def keras_module():
   return keras
 
 
-def seed_model(keras, seed=0, inputs=30):
-  """The issue's model: Dense 256/128/64/32 softsign, bias ones, tanh out."""
-  keras.utils.set_random_seed(seed)
-  layers = [keras.Input((inputs,))]
-  for units in (256, 128, 64, 32):
-    layers.append(keras.layers.Dense(units, activation='softsign',
-                                     bias_initializer='ones'))
-  layers.append(keras.layers.Dense(1, activation='tanh'))
-  return keras.Sequential(layers)
-
-
 def small_model(keras, seed=0):
+  """Sequential: 6 inputs, Dense 5 (tanh), Dense 3; Keras's initializers."""
   keras.utils.set_random_seed(seed)
   return keras.Sequential([keras.Input((6,)),
                            keras.layers.Dense(5, activation='tanh'),
@@ -54,6 +44,7 @@ def small_model(keras, seed=0):
 
 
 def data(n=32, inputs=6, outputs=3, seed=1):
+  """`n` examples: float32 inputs and targets from N(0, 1)."""
   rng = np.random.RandomState(seed)
   return (rng.normal(size=(n, inputs)).astype(np.float32),
           rng.normal(size=(n, outputs)).astype(np.float32))
@@ -64,8 +55,9 @@ def bits(array):
   return np.ascontiguousarray(np.asarray(array)).tobytes()
 
 
-def question_model(keras, seed=0, units=16):
-  """The question's model: tensorflow.keras Sequential, Dense layer 'Dense0'."""
+def dense0_model(keras, seed=0, units=16):
+  """Sequential: 30 inputs, Dense 'Dense0' (`units`, softsign, biases one),
+  Dense 'out' (1, tanh): the model whose kernel the Keras lock tests pin."""
   keras.utils.set_random_seed(seed)
   return keras.Sequential([
       keras.Input((30,)),
@@ -74,8 +66,8 @@ def question_model(keras, seed=0, units=16):
       keras.layers.Dense(1, activation='tanh', name='out')])
 
 
-def lock_question(tk, model):
-  """The question's locks: column 13 at zero, row 2's first five at 1..5.
+def lock_dense0(tk, model):
+  """Locks Dense0's kernel: column 13 at zero, row 2's first five at 1..5.
 
   Returns {'Dense0/kernel': (bool locked, float32 values)}.
   """
@@ -85,7 +77,8 @@ def lock_question(tk, model):
   return {'Dense0/kernel': (pin.locked.copy(), pin.values.copy())}
 
 
-def question_data(n=64, seed=1):
+def dense0_data(n=64, seed=1):
+  """`n` examples for `dense0_model`: 30 inputs, 1 target."""
   return data(n, 30, 1, seed)
 
 

@@ -9,12 +9,12 @@
 tf1prune.keras` before `load_model`, as a user would), trains it with
 `Adam(clipnorm=0.1, use_ema=True)` (plain Adam where the Keras has no EMA)
 and writes its locked entries, mask and kernel after training. `backup`
-trains the question's model with locks, a Pruner and `BackupAndRestore`
-into DIR; with KILL_EPOCH >= 0 it kills itself (SIGKILL) in the middle of
-that epoch. `mwms` trains it under `MultiWorkerMirroredStrategy` and writes
-what every replica holds; `mirrored` does so under `MirroredStrategy` on two
-logical CPU devices and then on one device. The Keras is the one tf.keras
-stands for.
+trains `keras_models.dense0_model` with its locks, a Pruner and
+`BackupAndRestore` into DIR; with KILL_EPOCH >= 0 it kills itself (SIGKILL)
+in the middle of that epoch. `mwms` trains it under
+`MultiWorkerMirroredStrategy` and writes what every replica holds;
+`mirrored` does so under `MirroredStrategy` on two logical CPU devices and
+then on one device. The Keras is the one tf.keras stands for.
 """
 
 import os
@@ -43,7 +43,7 @@ def _optimizer():
 
 
 def load(out, paths):
-  x, y = keras_models.question_data()
+  x, y = keras_models.dense0_data()
   results = {}
   for i, path in enumerate(paths):
     model = K.models.load_model(path, compile=False)
@@ -77,9 +77,9 @@ class _Kill(K.callbacks.Callback):
 
 
 def backup(directory, out, kill_epoch):
-  x, y = keras_models.question_data()
-  model = keras_models.question_model(K)
-  keras_models.lock_question(tk, model)
+  x, y = keras_models.dense0_data()
+  model = keras_models.dense0_model(K)
+  keras_models.lock_dense0(tk, model)
   model.compile(K.optimizers.Adam(0.05), 'mse')
   pruner = tk.Pruner(model, HPARAMS, weights=[('Dense0', 'kernel')])
   callbacks = [K.callbacks.BackupAndRestore(directory),
@@ -98,10 +98,10 @@ def backup(directory, out, kill_epoch):
 
 def _train(strategy):
   """(kernel of every replica, mask, locked, values) after 2 pruned epochs."""
-  x, y = keras_models.question_data()
+  x, y = keras_models.dense0_data()
   with strategy.scope():
-    model = keras_models.question_model(K)
-    expected = keras_models.lock_question(tk, model)['Dense0/kernel']
+    model = keras_models.dense0_model(K)
+    expected = keras_models.lock_dense0(tk, model)['Dense0/kernel']
     model.compile(K.optimizers.Adam(0.05), 'mse')
   pruner = tk.Pruner(model, HPARAMS, weights=[('Dense0', 'kernel')])
   # A dataset of global batches of 16: Keras splits each over the replicas

@@ -264,8 +264,9 @@ class _Initial(tf.train.SessionRunHook):
 def test_chief_only_hook_before_lock_hook_keeps_the_initial_locked_values(
     compose, bake):
   # chief_only_hooks run before hooks=: the PruningHook's first update and
-  # bake ran before LockHook's capture. apply_mask(lock(w)) failed with 'never
-  # captured', lock(apply_mask(w)) with bake_masks pinned zeros silently.
+  # bake run before LockHook's capture, and must neither fail there
+  # (apply_mask(lock(w)): 'never captured') nor make the lock pin the baked
+  # zeros (lock(apply_mask(w)) with bake_masks).
   step = tf.train.get_or_create_global_step()
   rs = np.random.RandomState(2)
   images = tf.constant(rs.randn(4, 6, 6, 8).astype(np.float32))

@@ -110,9 +110,9 @@ def test_rewind_without_snapshot_fails_loudly():
     np.array(1.5), np.array(-0.1), np.array(True)])
 def test_prune_op_refuses_a_sparsity_outside_0_1_while_the_graph_is_built(
     sparsity):
-  # 1.5 and 1.0 pruned every weight of the network silently. A 0-d array
-  # was taken for a tensor: the op built, and only running it failed (1.5,
-  # -0.1) or, for True, building failed in a comparison.
+  # 1.5 and 1.0 would prune every weight of the network. A 0-d array is a
+  # number here, not a tensor: each value is refused by name while the op
+  # is built, not when it runs (1.5, -0.1) or in a comparison (True).
   tf1prune.apply_mask(tf.get_variable('fc/weights', [64, 32]), 'fc')
   ticket = tf1prune.LotteryTicket()
   shown = sparsity.item() if isinstance(sparsity, np.ndarray) else sparsity

@@ -18,7 +18,8 @@ from tf1prune.export.shrink.rounds import shrink_graph_def
 
 pytestmark = pytest.mark.skipif(
     not tf.__version__.startswith('1.'),
-    reason='tf_slim.batch_norm does not build on TF 2.x (issue 13, point 1)')
+    reason='tf_slim.batch_norm does not build on TF 2.x (it imports '
+    'tf_keras.legacy_tf_layers)')
 
 
 def _group(name):
