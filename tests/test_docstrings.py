@@ -1,13 +1,18 @@
-"""Every example in a tf1prune module docstring runs and prints what it says."""
+"""Every example in a tf1prune module docstring runs and prints what it says.
+
+So do those of cifar10_example/ and of the test helpers in tests/support/.
+"""
 
 import doctest
 import importlib
+import os
 import pkgutil
 
 import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
+from tests.support.checkout import SUPPORT
 
 _MODULES = sorted(
     name for _, name, _ in pkgutil.walk_packages(tf1prune.__path__, 'tf1prune.')
@@ -42,4 +47,19 @@ def _example_modules():
 @pytest.mark.parametrize('name', _example_modules())
 def test_example_module_examples_run(name):
   """cifar10_example runs from the checkout; its `>>>` examples run too."""
+  _run_examples(name)
+
+
+def _support_modules():
+  """The modules of tests/support/ with an example (read, not imported)."""
+  found = []
+  for _, name, _ in pkgutil.iter_modules([SUPPORT]):
+    with open(os.path.join(SUPPORT, name + '.py')) as f:
+      if '>>>' in f.read():
+        found.append('tests.support.' + name)
+  return sorted(found)
+
+
+@pytest.mark.parametrize('name', _support_modules())
+def test_support_module_examples_run(name):
   _run_examples(name)
