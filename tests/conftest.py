@@ -1,11 +1,11 @@
-"""Test setup: graph mode, a fresh default graph for every test, slow tests.
+"""Test setup for every folder: slow tests, a scratch folder, shared fixtures.
 
-Every test runs in graph mode (`graph_mode`, set before the first test) in
-a new default graph (`graph`), except under tests/keras/: its conftest.py
-overrides both fixtures, since the Keras tests need eager mode, which cannot
-be turned back on in a process that ran graph-mode tests. They run in a
-pytest process of their own (`pytest tests/keras`; bin/run_tests does it),
-and the graph suite leaves them out (`pytest tests --ignore=tests/keras`).
+The mode is each folder's own: every folder but keras/ has a conftest.py
+that imports tests/support/graph_mode.py (graph mode before its modules are
+imported, a new default graph for every test); tests/keras/conftest.py keeps
+the process eager, so the Keras tests run in a pytest process of their own
+(`pytest tests/keras`; bin/run_tests does it) and the graph suite leaves
+them out (`pytest tests --ignore=tests/keras`).
 
 Tests marked `@pytest.mark.slow` (real networks at full input size, the whole
 deployment model set) run only with TF1PRUNE_FULL=1 (`bin/run_tests --full`):
@@ -66,20 +66,6 @@ def pytest_collection_modifyitems(config, items):
   for item in items:
     if 'slow' in item.keywords:
       item.add_marker(skip)
-
-
-@pytest.fixture(scope='session', autouse=True)
-def graph_mode():
-  """Graph mode for the whole process, before any test (or module fixture)
-  builds a graph."""
-  tf.disable_eager_execution()
-
-
-@pytest.fixture(autouse=True)
-def graph():
-  """Each test builds into its own new graph."""
-  with tf.Graph().as_default() as g:
-    yield g
 
 
 @pytest.fixture

@@ -110,10 +110,11 @@ NOT_BUILT = {
     'Inv': 'an alias of Reciprocal that no API builds',
     'DepthwiseConv2dNative': 'a layer: tests/export/shrink/test_through_ops.py',
     'Pad': 'zero padding makes a constant vary over the positions: '
-           'tests/test_shrink.py and tests/test_shrink_through.py',
+           'tests/export/shrink/test_shrink_graph_def.py and '
+           'tests/export/shrink/test_through_ops.py',
     'PadV2': 'as Pad',
     'LRN': 'only a channel that is 0 passes, and the LRN is rewritten as a '
-           'band conv: tests/test_shrink.py',
+           'band conv: tests/export/shrink/test_shrink_graph_def.py',
 }
 
 

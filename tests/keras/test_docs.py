@@ -2,7 +2,7 @@
 
 The ```python blocks of the docs pages marked as eager (docs_pages.EAGER, e.g.
 docs/keras.md) run here, in order in one fresh process, on the Keras that
-tf.keras stands for; tests/test_docs.py leaves those pages out.
+tf.keras stands for; tests/package/test_docs.py leaves those pages out.
 """
 
 import doctest

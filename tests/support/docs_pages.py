@@ -8,7 +8,7 @@
 
 A ```text block right after a ```python block (blank lines between) is its
 output. `run_blocks` runs a page's ```python blocks in order in one fresh
-process (docs_worker.py), in a new working directory: tests/test_docs.py
+process (docs_worker.py), in a new working directory: tests/package/test_docs.py
 runs the graph-mode pages, tests/keras/test_docs.py the pages marked EAGER.
 """
 
