@@ -56,7 +56,7 @@ if __name__ == '__main__':
       extras_require={
           'tf': ['tensorflow>=2'],
           'tf1': ['tensorflow==1.15.*', 'numpy<1.19', 'protobuf<3.21'],
-          'test': ['pytest', 'hypothesis', 'scikit-learn'],
+          'test': ['pytest', 'pytest-xdist', 'hypothesis', 'scikit-learn'],
           # bin/check_deploy's converters (TensorFlow 2.x, Python 3.8+).
           'deploy': ['tf2onnx', 'onnxruntime', 'openvino'],
       },

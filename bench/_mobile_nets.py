@@ -27,7 +27,6 @@ masked: their channels follow the layer before.
 
 import contextlib
 
-import numpy as np
 import tensorflow.compat.v1 as tf
 
 import tf1prune
@@ -191,28 +190,6 @@ def _mobilenet_v3_small(net, width):
 _BODIES = {'mobilenet_v1': _mobilenet_v1, 'mobilenet_v2': _mobilenet_v2,
            'se_resnet': _se_resnet, 'efficientnet_b0': _efficientnet_b0,
            'mobilenet_v3_small': _mobilenet_v3_small}
-
-
-def randomize_normalization(sess, rs):
-  """Gives biases and batch-norm variables of the default graph non-trivial
-  values (`rs` a NumPy RandomState): removed channels are then not 0.
-
-  One `session.run` of the variables' initializers with the values fed (a
-  run per variable would prepare a new run of the whole graph each time).
-  """
-  feeds = {}
-  for var in tf.global_variables():
-    base = var.op.name.rsplit('/', 1)[-1]
-    shape = var.get_shape().as_list()
-    if base in ('beta', 'moving_mean', 'biases'):
-      value = rs.normal(0, 0.2, shape)
-    elif base in ('gamma', 'moving_variance'):
-      value = rs.uniform(0.5, 1.5, shape)
-    else:
-      continue
-    feeds[var.initializer.inputs[1]] = value.astype(np.float32)
-  sess.run([var.initializer for var in tf.global_variables()
-            if var.initializer.inputs[1] in feeds], feeds)
 
 
 def build(name, size, num_classes=10, width=0.5, batch=None):

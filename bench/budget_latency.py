@@ -27,6 +27,7 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from bench import _mobile_nets
+from tests.support.pruned_nets import randomize_batch_norm
 from bench._paired import (interleaved_samples, load_average, medians,
                            paired_ratio)
 from bench._timing import one_thread_session, write_results
@@ -60,7 +61,7 @@ def _prune(name, size, width, runtime, batch, work, fractions, repeats):
     saver = tf.train.Saver()
     with tf.Session() as sess:
       sess.run(tf.global_variables_initializer())
-      _mobile_nets.randomize_normalization(sess, rs)
+      randomize_batch_norm(sess, rs)
       saver.save(sess, os.path.join(work, 'dense', 'model.ckpt'))
       sess.run(tf.assign(step, 1))
       sess.run(update)

@@ -20,7 +20,8 @@ pruning to the target, then fine-tuning with the masks fixed.
 FLOPs are those a shrink could reach for the masks: each conv's 2 x
 multiply-adds with its dead input and output channels removed, a channel
 being dead when it is constant over a test batch and every position (see
-tests/test_group_pruning_nets.py). Both are reported, with test accuracy.
+tests/export/shrink/test_coupled_slim_nets.py). Both are reported, with test
+accuracy.
 Results: bench/results/group_pruning[_quick].json.
 """
 

@@ -5,7 +5,8 @@
 Builds each net of `bench._mobile_nets` (width 0.5, 1000 classes, batch
 norm in inference mode) under `tf1prune.pruning_scope()`, prunes every conv
 but the logits by `coupled_filter` at 50% with random weights and batch-norm
-statistics, strips the checkpoint and shrinks it. Reports the shrink's
+statistics (`tests.support.pruned_nets.prune_and_save`, as the shrink's tests
+do), strips the checkpoint and shrinks it. Reports the shrink's
 parameter and FLOPs ratios, its stops, the outputs' largest difference, and
 the latency of the shrunk graph against the unshrunk one at batch 1, 16 and
 32 (`--batches`), both timed in this process, interleaved, one intra-op
@@ -37,32 +38,18 @@ import tf1prune
 from bench import _mobile_nets
 from bench._paired import interleaved_samples, load_average, medians, paired_ratio
 from bench._timing import one_thread_session, write_results
+from tests.support.pruned_nets import prune_and_save
 from tf1prune.export.shrink.border_maps import SUFFIX as MAP_SUFFIX
 
 NETS = ('mobilenet_v1', 'mobilenet_v2', 'efficientnet_b0')
 FORMS = ('any_batch', 'fixed_batch', 'tflite')
 MAP_ADD = MAP_SUFFIX + '/add'   # the border map's Add (border_maps.py)
-HPARAMS = ('target_sparsity=0.5,sparsity_function_end_step=1,'
-           'granularity_map=[.*:coupled_filter],do_not_prune=[logits]')
 
 
 def _prune(name, size, width, directory):
   """Checkpoints net `name` pruned at 50%; returns its output node name."""
-  with tf.Graph().as_default():
-    tf.set_random_seed(0)
-    _, logits = _mobile_nets.build(name, size, 1000, width)
-    step = tf.train.get_or_create_global_step()
-    update = tf1prune.Pruning(
-        tf1prune.get_pruning_hparams().parse(HPARAMS)).mask_update_op()
-    rs = np.random.RandomState(0)
-    with tf.Session() as sess:
-      sess.run(tf.global_variables_initializer())
-      _mobile_nets.randomize_normalization(sess, rs)
-      sess.run(tf.assign(step, 1))
-      sess.run(update)
-      tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'),
-                            global_step=step)
-  return logits.op.name
+  return prune_and_save(
+      lambda: _mobile_nets.build(name, size, 1000, width), directory).output
 
 
 def _with_batch(graph_def, batch):

@@ -5,7 +5,8 @@
 Builds `tf_slim.nets.resnet_v1.resnet_v1_50` (1000 classes, batch norm; on TF
 2.x with `tf1prune.graph.slim_compat.use_tf1prune_batch_norm()`) under
 `tf1prune.pruning_scope()`, prunes every conv but the logits by
-`coupled_filter` at 50% with random weights and batch-norm statistics, strips
+`coupled_filter` at 50% with random weights and batch-norm statistics
+(`tests.support.pruned_nets.prune_and_save`, as the shrink's tests do), strips
 the checkpoint and shrinks it. Reports the groups found, the shrink's
 parameter and FLOPs ratios, the outputs' largest difference, and the latency
 of the shrunk graph against the unshrunk one at batch 1 and 32, both timed in
@@ -27,6 +28,7 @@ import tensorflow.compat.v1 as tf
 import tf1prune
 from bench._paired import interleaved_samples, load_average, medians, paired_ratio
 from bench._timing import one_thread_session, write_results
+from tests.support.pruned_nets import prune_and_save
 
 
 def resnet_v1_50_one_unit(images, num_classes):
@@ -42,7 +44,7 @@ def resnet_v1_50_one_unit(images, num_classes):
 
 
 def _build(size, quick):
-  """resnet_v1_50, or (`quick`) `resnet_v1_50_one_unit`; its output name."""
+  """resnet_v1_50, or (`quick`) `resnet_v1_50_one_unit`; (images, logits)."""
   import tf_slim as slim  # pylint: disable=g-import-not-at-top
   from tf_slim.nets import resnet_v1  # pylint: disable=g-import-not-at-top
   images = tf.placeholder(tf.float32, [None, size, size, 3], name='images')
@@ -54,36 +56,13 @@ def _build(size, quick):
         logits = resnet_v1_50_one_unit(images, 1000)
       else:
         logits, _ = resnet_v1.resnet_v1_50(images, 1000, is_training=False)
-  return logits.op.name
+  return images, logits
 
 
 def _prune(size, quick, directory):
-  """Checkpoints the pruned net; returns (output name, groups text)."""
-  with tf.Graph().as_default():
-    tf.set_random_seed(0)
-    output = _build(size, quick)
-    step = tf.train.get_or_create_global_step()
-    pruning = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
-        'target_sparsity=0.5,sparsity_function_end_step=1,'
-        'granularity_map=[.*:coupled_filter],do_not_prune=[logits]'))
-    update = pruning.mask_update_op()
-    groups = pruning.coupled_groups()
-    rs = np.random.RandomState(0)
-    with tf.Session() as sess:
-      sess.run(tf.global_variables_initializer())
-      for var in tf.global_variables():
-        base = var.op.name.rsplit('/', 1)[-1]
-        shape = var.get_shape().as_list()
-        if base in ('beta', 'moving_mean'):
-          var.load(rs.normal(0, 0.1, shape).astype(np.float32), sess)
-        elif base in ('gamma', 'moving_variance'):
-          var.load(rs.uniform(0.5, 1.5, shape).astype(np.float32), sess)
-      sess.run(tf.assign(step, 1))
-      sess.run(update)
-      tf.train.Saver().save(sess, os.path.join(directory, 'model.ckpt'),
-                            global_step=step)
-  return output, len(groups)
-
+  """Checkpoints the pruned net; returns (output name, number of groups)."""
+  net = prune_and_save(lambda: _build(size, quick), directory)
+  return net.output, len(net.groups)
 
 
 def main(argv=None):

@@ -45,7 +45,7 @@ _py37() {
 # TF on a Python it supports, the Pythons spread over 3.8-3.13 (docs/versions.md).
 MATRIX="tf210:3.10:2.10 tf212:3.8:2.12 tf213:3.11:2.13 tf214:3.9:2.14
   tf216:3.12:2.16 tf217:3.11:2.17 tf218:3.12:2.18 tf219:3.10:2.19 tf220:3.13:2.20"
-TEST_DEPS="tf-slim pytest hypothesis scikit-learn"
+TEST_DEPS="tf-slim pytest pytest-xdist hypothesis scikit-learn"
 
 # _new_venv DIR PYTHON DESCRIPTION: an empty venv with a current pip.
 _new_venv() {

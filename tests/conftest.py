@@ -1,12 +1,15 @@
-"""Test setup: graph mode, a fresh default graph for every test, slow tests.
+"""Test setup for every folder: slow tests, a scratch folder, shared fixtures.
+
+The mode is each folder's own: every folder but keras/ has a conftest.py
+that imports tests/support/graph_mode.py (graph mode before its modules are
+imported, a new default graph for every test); tests/keras/conftest.py keeps
+the process eager, so the Keras tests run in a pytest process of their own
+(`pytest tests/keras`; bin/run_tests does it) and the graph suite leaves
+them out (`pytest tests --ignore=tests/keras`).
 
 Tests marked `@pytest.mark.slow` (real networks at full input size, the whole
 deployment model set) run only with TF1PRUNE_FULL=1 (`bin/run_tests --full`):
 the default run, which CI does, keeps a quick subset of each such check.
-
-The Keras tests (tests/test_keras_*.py) need eager mode, which cannot be
-turned back on in a process that ran graph-mode tests: they run in their own
-pytest process (bin/run_tests does it), which stays eager.
 
 The documentation examples write to `tempfile.mkdtemp()` as a user would, and
 TensorFlow writes autograph files there: the session points `tempfile` (and
@@ -26,12 +29,6 @@ import tensorflow.compat.v1 as tf
 
 tf.logging.set_verbosity(tf.logging.ERROR)
 
-
-def _keras_only(args):
-  names = [os.path.basename(a.split('::')[0]) for a in args]
-  return bool(names) and all(n.startswith('test_keras') for n in names)
-
-
 FULL = os.environ.get('TF1PRUNE_FULL') == '1'
 
 
@@ -47,8 +44,6 @@ def pytest_configure(config):
   atexit.register(shutil.rmtree, scratch, ignore_errors=True)
   _SCRATCH.append((tempfile.tempdir, os.environ.get('TMPDIR')))
   tempfile.tempdir = os.environ['TMPDIR'] = scratch
-  if not _keras_only(config.args):
-    tf.disable_eager_execution()
 
 
 def pytest_unconfigure(config):
@@ -71,13 +66,6 @@ def pytest_collection_modifyitems(config, items):
   for item in items:
     if 'slow' in item.keywords:
       item.add_marker(skip)
-
-
-@pytest.fixture(autouse=True)
-def graph():
-  """Each test builds into its own new graph."""
-  with tf.Graph().as_default() as g:
-    yield g
 
 
 @pytest.fixture

@@ -1,0 +1,1 @@
+"""Tests of the helpers and set-ups of bench/."""

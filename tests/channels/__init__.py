@@ -1,0 +1,1 @@
+"""Tests of tf1prune.channels: the op table, channel groups, the views."""

@@ -1,0 +1,1 @@
+"""Tests of cifar10_example/: input, model, scripts, demo."""

@@ -1,0 +1,1 @@
+"""Tests of tf1prune.cli: the console scripts and bin/ wrappers."""

@@ -1,0 +1,1 @@
+"""Tests of tf1prune.deploy: the deployment check."""

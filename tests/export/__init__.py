@@ -1,0 +1,1 @@
+"""Tests of tf1prune.export: checkpoints to stripped, frozen .pb files."""

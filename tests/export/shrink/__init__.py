@@ -1,0 +1,1 @@
+"""Tests of tf1prune.export.shrink: smaller frozen graphs, same outputs."""

@@ -1,0 +1,1 @@
+"""Tests of tf1prune.graph: masked layers, cells, batch norm, scopes, locks."""

@@ -1,0 +1,1 @@
+"""Tests of tf1prune.masks: the mask math against NumPy references."""

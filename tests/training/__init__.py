@@ -1,0 +1,1 @@
+"""Tests of tf1prune.training: Pruning, coupled groups, hooks, lottery."""
