@@ -414,7 +414,8 @@ def test_lrn_loses_channels_that_are_0_there_and_keeps_its_own_op(
   graph_def = tf.get_default_graph().as_graph_def()
   small, report = _check_same_outputs(graph_def, feed)
   # The same LRN op on the same values: the outputs are bit for bit equal.
-  np.testing.assert_array_equal(_run(small, feed), _run(graph_def, feed))
+  np.testing.assert_array_equal(run_graph_def(small, feed),
+                                run_graph_def(graph_def, feed))
   conv1, conv2, norm = report.layers
   assert (conv1.outputs_after, conv2.inputs_after) == (5, 5)
   consts = _consts(small)
