@@ -253,18 +253,50 @@ def _budget_net(name, entry, targets):
                                       '; '.join(parts))
 
 
-def _narrowest(entry, method, target, suffix):
-  """The fewest output channels any layer ending in `suffix` keeps, mean
-  over the seeds, or None."""
+def _kept(entry, method, target, suffix):
+  """The fraction of their output channels that the layers ending in
+  `suffix` keep (mean over the layers, then over the seeds), or None."""
   found = []
   for run in entry['runs']:
     if run['method'] == method and run['target'] == target and \
         run.get('widths'):
-      widths = [after for layer, (_, after) in run['widths'].items()
-                if layer.endswith(suffix)]
-      if widths:
-        found.append(min(widths))
-  return sum(found) / float(len(found)) if found else None
+      kept = [after / float(before) for layer, (before, after)
+              in run['widths'].items() if layer.endswith(suffix)]
+      if kept:
+        found.append(sum(kept) / len(kept))
+  return sum(found) / len(found) if found else None
+
+
+def _residual(entry, target):
+  """How the global ranking splits MobileNet v2's channels at `target`,
+  when its projections (the residual stream) lose far more than uniform's
+  and its expansions less: one sentence, else ''."""
+  kept = {m: (_kept(entry, m, target, 'project/Conv2D'),
+              _kept(entry, m, target, 'expand/Conv2D'),
+              _kept(entry, m, target, 'conv0/Conv2D'))
+          for m in entry['methods']}
+  ranked = [m for m in entry['methods'] if m != 'uniform' and
+            None not in kept[m]]
+  if 'uniform' not in kept or None in kept['uniform'] or not ranked:
+    return ''
+  uniform = kept['uniform']
+  if not all(kept[m][0] < uniform[0] / 2 and kept[m][1] > uniform[1]
+             for m in ranked):
+    return ''
+  return (
+      'On MobileNet v2 the global ranking empties the residual stream: at '
+      'x%g its projections keep %s of their channels and its expansions '
+      '%s (uniform: %.0f%% and %.0f%%), and the stem keeps %s of its '
+      'channels. Each unit\'s importance is divided by its group\'s mean '
+      'and then by what one unit of the group saves; a channel of the '
+      'stream feeds every expansion of its stage and, at the dense widths, '
+      'saves five to twenty times what an expansion channel saves, so the '
+      'stream\'s groups go down towards `channel_group_min_channels` (1) '
+      'while the wide expansions stay. ' % (
+          target, _range([100 * kept[m][0] for m in ranked], '%.0f%%'),
+          _range([100 * kept[m][1] for m in ranked], '%.0f%%'),
+          100 * uniform[0], 100 * uniform[1],
+          _range([100 * kept[m][2] for m in ranked], '%.0f%%')))
 
 
 def _budget(results):
@@ -286,22 +318,7 @@ def _budget(results):
                         for n, e in data['nets'].items()) + '. ')
   mobile = data['nets'].get('mobilenet_v2')
   if mobile:
-    narrow = [(m, _narrowest(mobile, m, low, 'project/Conv2D'))
-              for m in mobile['methods'] if m != 'uniform']
-    narrow = [(m, w) for m, w in narrow if w is not None]
-    uniform = _narrowest(mobile, 'uniform', low, 'project/Conv2D')
-    if narrow and uniform and max(w for _, w in narrow) <= uniform / 2.0:
-      text.append(
-          'On MobileNet v2 the global ranking cuts the residual stream '
-          'first: each unit\'s importance, divided by its group\'s mean, '
-          'is divided by what one unit of its group saves, and a channel '
-          'of the residual stream feeds every block\'s expansion, so it '
-          'saves ten to fifty times what an expansion channel saves, and '
-          'the stream\'s groups go down towards '
-          '`channel_group_min_channels` (1) before the wide expansions '
-          'lose much. At x%g its narrowest projection keeps %s channels '
-          '(uniform: %.0f). ' % (low, ', '.join(
-              '%.1f (%s)' % (w, _CRITERIA[m]) for m, w in narrow), uniform))
+    text.append(_residual(mobile, low))
   latency, slower = [], False
   for name, entry in data['nets'].items():
     batches = entry['settings']['latency_batches']
