@@ -201,7 +201,8 @@ _CRITERIA = {'uniform': 'uniform', 'l2': '`l2`', 'taylor': '`taylor`',
 def _accuracy(stats):
   """'97.1% (96.4-97.8)' of a `budget_compare` statistic."""
   text = '%.1f%%' % (100 * stats['mean'])
-  if stats['n'] > 1 and '%.1f' % stats['min'] != '%.1f' % stats['max']:
+  if stats['n'] > 1 and '%.1f' % (100 * stats['min']) != \
+      '%.1f' % (100 * stats['max']):
     text += ' (%.1f-%.1f)' % (100 * stats['min'], 100 * stats['max'])
   return text
 
@@ -249,7 +250,7 @@ def _budget_net(name, entry, targets):
     parts.append(text)
   verdict = ('the methods tie within about a point and the seeds\' spread'
              if ties else 'they part')
-  return 'On %s (dense %s) %s: %s' % (name, _accuracy(dense), verdict,
+  return 'On %s, dense %s, %s: %s' % (name, _accuracy(dense), verdict,
                                       '; '.join(parts))
 
 
