@@ -127,7 +127,7 @@ def _group_ranks(importance, unit_group):
 
 def budget_masks(importance, unit_group, cost, budget, current=None,
                  normalization='mean', min_channels=1, multiple=1,
-                 locked=None):
+                 locked=None, cost_exponent=1.0):
   """Returns (float32 [U] keep mask, float64 cost): the units that stay.
 
   Args:
@@ -145,6 +145,9 @@ def budget_masks(importance, unit_group, cost, budget, current=None,
       or one such int per group.
     multiple: int >= 1, each group's kept count is rounded up to a multiple.
     locked: optional bool [U] tensor, units always kept.
+    cost_exponent: float >= 0, the power of what a unit saves that its
+      importance is divided by (1: per unit of cost; 0: not cost-aware, the
+      importances alone rank, as NNCF's filter pruning does).
 
   Raises:
     ValueError: a bad `normalization`, `min_channels`, `multiple` or
@@ -182,8 +185,8 @@ def budget_masks(importance, unit_group, cost, budget, current=None,
                                   unit_group, num_groups) / sizes
   saves = tf.gather(saves, unit_group)
   score = _normalized(importance, unit_group, num_groups, normalization)
-  score = tf.where_v2(saves > 0, score / tf.where_v2(
-      saves > 0, saves, tf.ones_like(saves)), tf.fill(
+  score = tf.where_v2(saves > 0, score / tf.pow(tf.where_v2(
+      saves > 0, saves, tf.ones_like(saves)), float(cost_exponent)), tf.fill(
           [num_units], np.float64(np.inf)))
   score = tf.where_v2(tf.math.is_finite(importance), score,
                       tf.fill([num_units], np.float64(np.inf)))

@@ -222,6 +222,9 @@ def _check_ranges(hp):
   _check(hp.budget_normalization in NORMALIZATIONS,
          "budget_normalization must be 'mean', 'max' or 'none', got %r",
          hp.budget_normalization)
+  _check(0.0 <= hp.budget_cost_exponent <= 2.0,
+         'budget_cost_exponent must be in [0, 2] (1: importance per unit of '
+         'cost saved, 0: importance alone), got %r', hp.budget_cost_exponent)
   _check(0.0 <= hp.budget_taylor_decay < 1.0,
          'budget_taylor_decay must be in [0, 1), got %r',
          hp.budget_taylor_decay)
@@ -246,7 +249,8 @@ _Spec = collections.namedtuple('PruningSpec', [
     'schedule', 'threshold_method', 'threshold_decay', 'nbins',
     'group_importance', 'channel_groups', 'block', 'do_not_prune',
     'weight_sparsity_map', 'budget', 'budget_criterion',
-    'budget_normalization', 'budget_taylor_decay', 'budget_sensitivity',
+    'budget_normalization', 'budget_cost_exponent', 'budget_taylor_decay',
+    'budget_sensitivity',
     'budget_max_drop', 'latency_table', 'latency_runtime', 'latency_threads',
     'latency_batch', 'prune_channel_params',
     'block_dims_map', 'granularity_map', 'global_pruning_groups', 'hparams'])
@@ -313,6 +317,7 @@ class PruningSpec(_Spec):
         budget=parse_budget(hp.budget),
         budget_criterion=hp.budget_criterion,
         budget_normalization=hp.budget_normalization,
+        budget_cost_exponent=float(hp.budget_cost_exponent),
         budget_taylor_decay=float(hp.budget_taylor_decay),
         budget_sensitivity=hp.budget_sensitivity,
         budget_max_drop=float(hp.budget_max_drop),

@@ -52,9 +52,11 @@ from tf1prune.channels.training_graph import trace_channels
 from tf1prune.export.table import count, table
 from tf1prune.latency import LatencyCost, LatencyTable, signature
 from tf1prune.latency import profile as profile_latency
-from tf1prune.masks import CoupledFilter, budget_masks
+from tf1prune.masks import budget_masks
 from tf1prune.plan.budget import cost_ratio_tensor
-from tf1prune.training import channel_params
+from tf1prune.training import channel_params, importance
+from tf1prune.training.coupled import warn_once as coupled_warn
+from tf1prune.training.importance import Touch
 
 __all__ = ['BudgetPlan', 'BudgetReport', 'Taylor', 'applied_gradients']
 
@@ -144,6 +146,7 @@ class BudgetPlan(object):
     self.graph = graph
     self.spec = spec
     self.budget = spec.budget
+    self.records = list(records)
     self.trace = trace_channels(graph, records)
     self.items = []
     self.groups = []
@@ -177,7 +180,15 @@ class BudgetPlan(object):
     self.unit_group = np.repeat(np.arange(len(self.items)),
                                 [g.num_units for g in self.groups])
     self.floors = self._floors()
+    self._consumers = []
+    self._raw = dict((r.masked_weight.name, r.weight) for r in self.records)
     self.model = CostModel(total, self._layers(unit_index))
+    # What touches each unit: its members' filters, the next layers' inputs.
+    self.touches = [
+        Touch(t.record.name, t.record.masked_weight, m.axis,
+              offset + np.asarray(m.units, np.int32), t.record.weight)
+        for offset, item in zip(self.offsets, self.items)
+        for m, t in zip(item.group.members, item.targets)] + self._consumers
     metric = self.budget.kind
     unknown = [l.name for l in self.model.layers if l.positions is None]
     if metric == 'flops' and unknown:
@@ -269,6 +280,11 @@ class BudgetPlan(object):
       keep[offset:offset + least] = 1.0
     return keep
 
+  def _units(self, tensor, unit_index):
+    """int32 [C]: each channel's global unit, or -1."""
+    return np.array([-1 if c is None else unit_index.get(c, -1)
+                     for c in self.trace.channels(tensor)], np.int32)
+
   def _width(self, tensor, unit_index):
     channels = self.trace.channels(tensor)
     if channels is None:
@@ -304,6 +320,10 @@ class BudgetPlan(object):
       shape = _static(op.inputs[1])
       out = _static(op.outputs[0])
       inputs = self._width(op.inputs[0], unit_index)
+      if op.type != 'DepthwiseConv2dNative' and inputs.units:
+        self._consumers.append(Touch(
+            op.name, op.inputs[1], -2, self._units(op.inputs[0], unit_index),
+            self._raw.get(op.inputs[1].name)))
       outputs = self._width(op.outputs[0], unit_index)
       bias = _has_bias(op)
       geometry = _geometry(op)
@@ -338,20 +358,20 @@ class BudgetPlan(object):
     return tf.cast(cost_ratio_tensor(step, self.ratio, schedule),
                    tf.float64) * self.dense
 
-  def keep_units(self, importance, current, locked, budget):
+  def keep_units(self, scores, current, locked, budget):
     """Returns (float32 [U] keep mask, float64 cost) of the budget's units.
 
     Args:
-      importance: float64 [U], all groups' unit importances concatenated.
+      scores: float64 [U], all groups' unit importances concatenated.
       current: float [U], the units kept now.
       locked: bool [U] or None, units always kept.
       budget: float64 scalar, the cost allowed.
     """
     cost = (self.latency if self.latency is not None else
             self.model.arrays(self.budget.kind))
-    return budget_masks(importance, self.unit_group, cost, budget, current,
+    return budget_masks(scores, self.unit_group, cost, budget, current,
                         self.spec.budget_normalization, self.floors,
-                        self.multiple, locked)
+                        self.multiple, locked, self.spec.budget_cost_exponent)
 
   def split(self, units):
     """The [U] tensor `units`, one piece per group."""
@@ -368,45 +388,31 @@ class BudgetPlan(object):
     """Float32 [num_units]: 1 for the units kept by the members' masks."""
     return channel_params.owner_of_group(item).kept()
 
-  def _reduce(self, item, per_member):
-    """Float64 [num_units] from each member's float [channels] values, by
-    `channel_group_reduction` (as `CoupledUnits.scores`)."""
-    reduction = self.spec.channel_groups[0]
-    values = tf.concat([tf.cast(v, tf.float64) for v in per_member], 0)
-    ids = np.concatenate([np.asarray(m.units, np.int32)
-                          for m in item.group.members])
-    n = item.group.num_units
-    if reduction == 'max':
-      return tf.unsorted_segment_max(values, ids, n)
-    total = tf.unsorted_segment_sum(values, ids, n)
-    if reduction == 'mean':
-      total /= np.maximum(np.bincount(ids, minlength=n), 1).astype(np.float64)
-    return total
-
-  def norms(self, item, criterion):
-    """Float64 [num_units]: the l1 or l2 norms of the masked members."""
-    coupled = CoupledFilter(criterion, *self.spec.channel_groups)
-    units = coupled.units([m.axis for m in item.group.members],
-                          [m.units for m in item.group.members],
-                          item.group.num_units)
-    return units.scores([t.record.masked_weight for t in item.targets])
-
-  def bn_scales(self, item, params):
-    """Float64 [num_units], |gamma| of the batch norms after the members
-    summed per unit, or None when no member has one (`params`: the
-    `channel_params.find` of `owners()`)."""
-    scales = [(units, v) for v, position, units, what in params
-              if what == 'scale' and position == self.items.index(item)]
+  def importance(self, criterion, params, taylor=None):
+    """Float64 [U]: every unit's importance by `criterion` (l1, l2, taylor
+    or bn_scale; `tf1prune.training.importance`). `params`: the
+    `channel_params.find` of `owners()`; `taylor`: the `Taylor` averages."""
+    if criterion == 'taylor':
+      return taylor.scores()
+    kind = 'l1' if criterion == 'l1' else 'l2'
+    values = importance.magnitude(self.touches, kind, self.model.num_units)
+    if criterion != 'bn_scale':
+      return values
+    scales = [(v, self.offsets[position] + ids)
+              for v, position, ids, what in params if what == 'scale']
+    covered = np.zeros(self.model.num_units, bool)
+    for _, units in scales:
+      covered[units] = True
+    for index, group in enumerate(self.groups):
+      if not covered[self.unit_group == index].any():
+        coupled_warn(self.graph,
+                     'budget_criterion=bn_scale: channel group [%s] has no '
+                     'batch norm with a scale after it; it is ranked by l2',
+                     group)
     if not scales:
-      return None
-    values = tf.concat([tf.abs(tf.cast(v.read_value(), tf.float64))
-                        for _, v in scales], 0)
-    ids = np.concatenate([u for u, _ in scales])
-    return tf.unsorted_segment_sum(values, ids, item.group.num_units)
-
-  def reduce_members(self, item, per_member):
-    """`_reduce` for callers: one float [channels] tensor per member."""
-    return self._reduce(item, per_member)
+      return values
+    return tf.where_v2(covered, importance.bn_scales(
+        scales, self.model.num_units), values)
 
 
 def applied_gradients(graph):
@@ -427,7 +433,8 @@ def applied_gradients(graph):
 
 
 class Taylor(object):
-  """Per member, a moving average of `|sum(w * dL/dw)|` over each channel.
+  """Per touching weight, a moving average of `|sum(w * dL/dw)|` over each
+  of its channels (`tf1prune.training.importance`).
 
   Args:
     plan: the `BudgetPlan`.
@@ -436,39 +443,39 @@ class Taylor(object):
       in the graph (its gradient is then computed again).
 
   Raises:
-    ValueError: a member's gradient is not found and `loss` is None.
+    ValueError: a weight's gradient is not found and `loss` is None.
   """
 
   def __init__(self, plan, decay, loss=None):
     self._plan = plan
     gradients = applied_gradients(plan.graph)
-    self.averages = {}     # record name -> float32 variable [channels]
+    self.averages = {}     # touch name -> float32 variable [channels]
+    self._units = []       # (variable, units)
     updates = []
     missing = []
-    for item in plan.items:
-      for member, target in zip(item.group.members, item.targets):
-        record = target.record
-        if record.name in self.averages:
-          continue
-        source = _source(record.weight)
-        grad = gradients.get(source.name) if source is not None else None
-        if grad is None and loss is not None:
-          grad = tf.gradients(loss, record.weight)[0]
-        if grad is None:
-          missing.append(record.name)
-          continue
-        shape = _static(record.weight)
-        axis = member.axis % len(shape)
-        with plan.graph.name_scope(None):   # beside the weight
-          average = tf.Variable(tf.zeros([shape[axis]]), trainable=False,
-                                name=record.name + '_taylor')
-        product = tf.cast(record.masked_weight, tf.float32) * tf.cast(
-            grad, tf.float32)
-        value = tf.abs(tf.reduce_sum(
-            product, axis=[a for a in range(len(shape)) if a != axis]))
-        updates.append(tf.assign(average, decay * average +
-                                 (1.0 - decay) * value))
-        self.averages[record.name] = average
+    for touch in plan.touches:
+      if touch.name in self.averages:
+        continue
+      variable = touch.variable if touch.variable is not None else \
+          touch.weight
+      source = _source(variable)
+      grad = gradients.get(source.name) if source is not None else None
+      if grad is None and loss is not None:
+        grad = tf.gradients(loss, variable)[0]
+      if grad is None:
+        missing.append(touch.name)
+        continue
+      shape = _static(touch.weight)
+      axis = touch.axis % len(shape)
+      with plan.graph.name_scope(None):   # beside the weight
+        average = tf.Variable(tf.zeros([shape[axis]]), trainable=False,
+                              name=touch.name + '_taylor')
+      product = tf.cast(touch.weight, tf.float32) * tf.cast(grad, tf.float32)
+      value = tf.abs(importance.per_channel(product, axis, tf.reduce_sum))
+      updates.append(tf.assign(average, decay * average +
+                               (1.0 - decay) * tf.cast(value, tf.float32)))
+      self.averages[touch.name] = average
+      self._units.append((average, touch.units))
     if missing:
       raise ValueError(
           'budget_criterion=taylor needs the gradient of each pruned weight: '
@@ -477,11 +484,10 @@ class Taylor(object):
           'loss=loss)' % ', '.join(missing[:3]))
     self.update_op = tf.group(*updates, name='taylor_importance_update')
 
-  def scores(self, item):
-    """Float64 [num_units] of the averages of `item`'s members."""
-    return self._plan.reduce_members(
-        item, [self.averages[t.record.name].read_value()
-               for t in item.targets])
+  def scores(self):
+    """Float64 [U]: the averages summed per unit."""
+    return importance.summed([(v.read_value(), u) for v, u in self._units],
+                             self._plan.model.num_units)
 
 
 class BudgetReport(object):

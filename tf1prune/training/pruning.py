@@ -441,26 +441,6 @@ class Pruning(object):
     self._prunable()
     return self._budget[2]
 
-  def _importance(self, budget, taylor, params):
-    """Float64 [U]: the budget units' importance by `budget_criterion`."""
-    criterion = self._parsed.budget_criterion
-    scores = []
-    for item in budget.items:
-      if criterion == 'taylor':
-        scores.append(taylor.scores(item))
-        continue
-      if criterion == 'bn_scale':
-        found = budget.bn_scales(item, params)
-        if found is not None:
-          scores.append(found)
-          continue
-        coupled.warn_once(budget.graph,
-                          'budget_criterion=bn_scale: channel group [%s] has '
-                          'no batch norm with a scale after it; it is ranked '
-                          'by l2', item.group)
-      scores.append(budget.norms(item, 'l1' if criterion == 'l1' else 'l2'))
-    return tf.concat(scores, 0)
-
   def _budget_masks(self, items):
     """{weight name: (mask, threshold)} of the budget's groups."""
     _, _, budget, taylor = self._budget
@@ -474,8 +454,8 @@ class Pruning(object):
       current = tf.concat([budget.current_units(i) for i in items], 0)
       allowed = budget.cost_budget(self._global_step, self._parsed.schedule)
       keep, cost = budget.keep_units(
-          self._importance(budget, taylor, params), current,
-          tf.concat(locked, 0), allowed)
+          budget.importance(self._parsed.budget_criterion, params, taylor),
+          current, tf.concat(locked, 0), allowed)
       ratio = tf.cast(cost / budget.dense, tf.float32)
       # The threshold of a member: the cost ratio its update reached.
       ratio = tf.identity(tf.assign(self._budget_cost_ratio, ratio))

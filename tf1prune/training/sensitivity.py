@@ -212,13 +212,7 @@ def sensitivity(sess, metric, hparams='', fractions=FRACTIONS,
     plan = pruning.budget_plan()
     owners = plan.owners()
     params = pruning.channel_params()
-    criterion = hparams.budget_criterion
-    scores = []
-    for item in plan.items:
-      found = (plan.bn_scales(item, params) if criterion == 'bn_scale'
-               else None)
-      scores.append(found if found is not None else plan.norms(
-          item, 'l1' if criterion == 'l1' else 'l2'))
+    scores = plan.split(plan.importance(hparams.budget_criterion, params))
     variables = [r.mask for o in owners for r, _, _ in o.members] + [
         v for v, _, _, _ in params]
     loads = _Loads(variables)
