@@ -133,6 +133,11 @@ def _round(g, layers, fold_borders, objective, progress=None, stage=''):
     if layer.kind == 'depthwise' or name in done or \
         not _empty_outputs(g, layer):
       continue
+    if layer.node.name != name:
+      # A graph output that got an Add of folded constants in this round:
+      # it is `<name>/shrink_unfolded` now, which this round's walk does not
+      # know; the next round (there is one: something was removed) does.
+      continue
     region = walk.region(name)
     done.update(region.ids)
     removed, found = shrink_region(g, region, fold_borders, walk.position,
