@@ -7,7 +7,9 @@
     0.5
 
 FLOPs are per example: 2 x the multiply-adds of each Conv2D, MatMul and
-DepthwiseConv2dNative (bias adds, activations and pools are not counted, nor
+DepthwiseConv2dNative (a MatMul of the rows `[N * H * W, C]` that a Reshape
+made of an `[N, H, W, C]` tensor, a 1x1 conv, counts its `H x W` rows of
+one example; bias adds, activations and pools are not counted, nor
 the Add of a border map, which replaces the bias add with as many
 additions). Parameters are the layer's weight plus the bias right after it,
 plus the constants the shrink added after it: a border map (`[1, 1,

@@ -56,11 +56,11 @@ from tf1prune.export._lazy_graph import LazyGraph
 from tf1prune.export.atomic import write_atomically
 from tf1prune.export.attrs import op_defs, strip_default_attrs
 from tf1prune.export.graph_index import GraphIndex
-from tf1prune.export.names import check_outputs, output_names
+from tf1prune.export.names import check_outputs, output_names, split_input
 from tf1prune.export.progress import notify
 from tf1prune.export.shrink.border_maps import add_border_maps, own_bias
-from tf1prune.export.shrink.rewrite import shrink_region
-from tf1prune.export.shrink.removed_values import empty_filters, extra_count
+from tf1prune.export.shrink.rewrite import may_shrink, shrink_region
+from tf1prune.export.shrink.removed_values import extra_count
 from tf1prune.export.shrink.frozen_graph import FrozenGraph, static_shapes
 from tf1prune.export.shrink.prepare import prepare_graph_def
 from tf1prune.export.shrink.regions import RegionWalk, find_layers
@@ -93,7 +93,31 @@ def _stats(g, layer):
   if layer.kind != 'dense':
     out = g.shapes.get(layer.node.name)
     flops = flops * out[1] * out[2] if out and None not in out[1:3] else None
+  else:
+    rows = rows_per_example(g, layer.node)
+    flops = None if rows is None else flops * rows
   return inputs, outputs, params, flops
+
+
+def rows_per_example(g, node):
+  """How many rows of MatMul `node`'s data input one example gives: the
+  positions of an `[N, H, W, C]` tensor that a Reshape (keeping the last
+  axis) turned into rows `[N * H * W, C]` (a 1x1 conv), None if they are
+  unknown; else 1."""
+  name, port = split_input(node.input[0])
+  while port == 0 and name in g.nodes and g.nodes[name].op in (
+      'Identity', 'Snapshot'):
+    name, port = split_input(g.nodes[name].input[0])
+  reshape = g.nodes.get(name)
+  if port != 0 or reshape is None or reshape.op != 'Reshape':
+    return 1
+  source = g.shapes.get(split_input(reshape.input[0])[0])
+  out = g.shapes.get(name)
+  if not source or not out or len(source) < 3 or len(out) != 2 or \
+      source[-1] is None or out[-1] != source[-1]:
+    return 1
+  positions = source[1:-1]
+  return None if None in positions else int(np.prod(positions))
 
 
 def _lrn_rows(g):
@@ -108,10 +132,6 @@ def _lrn_rows(g):
     rows.append(LayerShrink(name, 'LRN', channels, kept, channels, kept, 0,
                             kept * kept, 0, flops))
   return rows
-
-
-def _empty_outputs(g, layer):
-  return bool(empty_filters(g, layer).any())
 
 
 def _write_back(g):
@@ -130,8 +150,7 @@ def _round(g, layers, fold_borders, objective, progress=None, stage=''):
   done, stops, changed = set(), [], False
   for count, (name, layer) in enumerate(layers.items()):
     notify(progress, stage, count, len(layers))
-    if layer.kind == 'depthwise' or name in done or \
-        not _empty_outputs(g, layer):
+    if layer.kind == 'depthwise' or name in done:
       continue
     if layer.node.name != name:
       # A graph output that got an Add of folded constants in this round:
@@ -140,6 +159,8 @@ def _round(g, layers, fold_borders, objective, progress=None, stage=''):
       continue
     region = walk.region(name)
     done.update(region.ids)
+    if not may_shrink(g, region):
+      continue
     removed, found = shrink_region(g, region, fold_borders, walk.position,
                                    objective)
     if removed:

@@ -1,0 +1,56 @@
+"""Helpers of the shrink tests: weights, runs, and a shrink checked against
+the graph it came from.
+
+    >>> import numpy as np
+    >>> from support.shrunk_graphs import glorot
+    >>> [w.shape for w in glorot(0, [3, 3, 2, 4], [4, 2])]
+    [(3, 3, 2, 4), (4, 2)]
+"""
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+import tf1prune
+
+
+def glorot(seed, *shapes):
+  """float32 weights from TF's own `glorot_uniform_initializer`, one per
+  shape, made in a graph of their own (the test's graph holds the model)."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    init = tf.glorot_uniform_initializer(seed=seed)
+    return sess.run([init(shape) for shape in shapes])
+
+
+def run(graph_def, feed, output='y:0'):
+  """`output` of `graph_def`, imported into a new graph, for `feed`
+  ({tensor name: value})."""
+  with tf.Graph().as_default():
+    tf.import_graph_def(graph_def, name='')
+    with tf.Session() as sess:
+      return sess.run(output, feed)
+
+
+def consts(graph_def):
+  """{name: ndarray} of the Const nodes of `graph_def`."""
+  return {n.name: tf.make_ndarray(n.attr['value'].tensor)
+          for n in graph_def.node if n.op == 'Const'}
+
+
+def shrink_same(feed, outputs=('y',), **kwargs):
+  """Shrinks the default graph; asserts each output is what it was, to
+  1e-5 of its largest value. Returns (shrunk GraphDef, report)."""
+  graph_def = tf.get_default_graph().as_graph_def()
+  small, report = tf1prune.shrink_graph_def(graph_def, list(outputs),
+                                            **kwargs)
+  for name in outputs:
+    want = run(graph_def, feed, name + ':0')
+    got = run(small, feed, name + ':0')
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max(), name
+  return small, report
+
+
+def stops(report):
+  """[(layer, node, op, reason, channels)] of the report's stops."""
+  return [(s.layer, s.node, s.op, s.reason, s.channels)
+          for s in report.stops]
