@@ -19,7 +19,9 @@ MatMul -> Reshape [N, H, W, C']`, and a dense head after a global mean or
 max, or a flatten; the height and width are static or unknown. Kernels come
 from TF's `glorot_uniform_initializer`; then some filters are emptied (at
 random per layer, or every filter of some channels that go together, with
-biases that are 0 or not).
+biases that are 0 or not). No conv has one input and one output channel:
+TF 2.21's oneDNN kernels get those wrong or abort on them (the unshrunk
+graph, and every graph the process runs after it).
 
 `expected(net, values)` is an oracle that does not use the shrink: from the
 net's own description (which channels each op ties, which filters are
@@ -37,7 +39,10 @@ FLOPs per example:
   unknown, only values that are the same at every position; a reshape of
   positions into rows only for values the same at every position, and
   nothing of a map broadcast over the channels;
-- of a tensor whose every channel goes, the first stays;
+- of a tensor whose every channel goes, the first stays; where a Conv2D
+  or depthwise conv would be left with one input and one output channel
+  (and had more), two stay in its output (or, where that had one, its
+  input);
 - a filter whose weights on the channels left are all zero is emptied, and
   the rule runs again, until nothing changes.
 """
@@ -165,6 +170,8 @@ class _Builder(object):
     return k, stride, padding, self._out_size(size, k, stride, padding)
 
   def conv(self, x, width, k=None, stride=None, padding=None):
+    if x.width == 1:
+      width = max(width, 2)   # no conv of one channel in and out (below)
     if k is None:
       k, stride, padding, size = self._geometry(x.size)
     else:
@@ -176,7 +183,7 @@ class _Builder(object):
 
   def depthwise(self, x):
     k, stride, padding, size = self._geometry(x.size)
-    m = 2 if x.width <= 3 and self.chance(0.4) else 1
+    m = 2 if x.width == 1 or x.width <= 3 and self.chance(0.4) else 1
     node = self.add('depthwise', [x], x.width * m, size, strides=stride,
                     padding=padding, k=k, m=m)
     self.kernels.append((node, [k, k, x.width, m]))
@@ -229,7 +236,7 @@ class _Builder(object):
       return self.after_layer(self.conv(x, self.rs.randint(1, 7)))
     if kind == 'dw':
       return self.after_layer(self.depthwise(x))
-    if kind == 'res':
+    if kind == 'res' and x.width > 1:
       k = self.pick([1, 3])
       branch = self.after_layer(self.conv(x, x.width, k, 1, 'SAME'))
       if self.chance(0.5):
@@ -257,12 +264,14 @@ class _Builder(object):
       gate = self.act(gate, 'sigmoid')
       gate = self.add('expand', [gate], x.width, (1, 1))
       return self.add('mul', [x, gate], x.width, x.size)
-    if kind == 'sa':
+    if kind == 'sa' and x.width > 1:
       k = self.pick([1, 3])
       attention = self.add('bias', [self.conv(x, 1, k, 1, 'SAME')], 1,
                            x.size, value=self.bias(1))
       attention = self.act(attention, 'sigmoid')
       return self.add('map_mul', [x, attention], x.width, x.size)
+    if kind in ('sa', 'res'):   # one channel: a conv instead
+      return self.after_layer(self.conv(x, self.rs.randint(2, 7)))
     if kind == 'pad':
       pads = [[0, 0]] + [list(self.rs.randint(0, 3, 2)) for _ in range(2)] + \
           [[0, 0]]
@@ -600,6 +609,25 @@ def expected(net, values):
       folded.add(node)
       if users[node][0].kind == 'bias':
         folded.add(users[node][0])
+  keep_two = set()
+  while True:
+    removed = _removed(nodes, users, values, static, sets, pinned, layers,
+                       folded, keep_two)
+    result = _count(nodes, sets, removed, static, len(removed))
+    narrowed = set()
+    for node in nodes:
+      if node.kind in ('conv', 'depthwise') and \
+          result.layers[node.name] == (1, 1) and \
+          (node.inputs[0].width, node.width) != (1, 1):
+        narrowed.add(node if node.width > 1 else node.inputs[0])
+    if narrowed <= keep_two:
+      return result
+    keep_two |= narrowed
+
+
+def _removed(nodes, users, values, static, sets, pinned, layers, folded,
+             keep_two):
+  """The classes that go (see the module docstring)."""
   removed = set()
   while True:
     known = _known(nodes, users, values, static, sets, removed)
@@ -615,12 +643,17 @@ def expected(net, values):
     goes = set(sets.find(i) for n in nodes for i in n.ids) - bad - removed
     for node in nodes:   # of a tensor whose every channel goes, one stays
       left = [sets.find(i) for i in node.ids if sets.find(i) not in removed]
-      if left and all(c in goes for c in left):
-        goes.discard(left[0])
+      need = min(2 if node in keep_two else 1, len(left))
+      staying = sum(1 for c in left if c not in goes)
+      for c in left:
+        if staying >= need:
+          break
+        if c in goes:
+          goes.discard(c)
+          staying += left.count(c)
     if not goes:
-      break
+      return removed
     removed |= goes
-  return _count(nodes, sets, removed, static, len(removed))
 
 
 def _check_known(nodes, values, known):

@@ -305,12 +305,27 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
     _block_costly_maps(g, region, classes, values, goes, block, position,
                        objective)
     for tensor in region.ids:
-      gone = [c for c in classes[tensor] if c in goes and c not in block]
-      if len(gone) == classes[tensor].size:
-        block[gone[0]] = (tensor, g.nodes[tensor].op,
-                          'every output channel is empty; one is kept')
+      _keep_some(g, tensor, classes[tensor], goes, block)
     if len(block) == count:
       return block, set(c for c in goes if c not in block)
+
+
+def _keep_some(g, tensor, classes, goes, block):
+  """Keeps the first classes of `tensor` that would go, so that one channel
+  stays (two in `g.keep_two`, where it has two: a conv with one input and
+  one output channel is what TF 2.x's oneDNN kernels get wrong)."""
+  need = min(2 if tensor in g.keep_two else 1, classes.size)
+  staying = sum(1 for c in classes if c not in goes or c in block)
+  for c in classes:
+    if staying >= need:
+      return
+    if c in goes and c not in block:
+      block[c] = (tensor, g.nodes[tensor].op, (
+          'every output channel is empty; one is kept' if need == 1 else
+          'a conv that reads or writes it would have one input and one '
+          'output channel, which TF 2.x\'s oneDNN kernels compute wrongly '
+          'or not at all: two are kept'))
+      staying += int((classes == c).sum())
 
 
 def _padded_before(g, region, position, classes, c, sink):

@@ -226,10 +226,29 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
   notify(progress, 'preparing the graph', 0, 1)
   graph_def, dropped = _needed(graph_def, outputs)
-  copy = prepare_graph_def(graph_def, outputs)
+  prepared = prepare_graph_def(graph_def, outputs)
   notify(progress, 'preparing the graph', 1, 1)
+  keep_two = set()
+  while True:
+    copy = tf.GraphDef()
+    copy.CopyFrom(prepared)
+    rows, stops, skipped, narrowed = _shrink(copy, outputs, fold_borders,
+                                             objective, progress, keep_two)
+    if narrowed <= keep_two:
+      break
+    keep_two |= narrowed
+  return copy, ShrinkReport(rows, stops, outputs, skipped, dropped)
+
+
+def _shrink(copy, outputs, fold_borders, objective, progress, keep_two):
+  """The rounds on the prepared GraphDef `copy` (edited in place): (report
+  rows, stops, skipped layers, the tensors that must keep two channels and
+  did not: `one_channel_convs`)."""
   g = FrozenGraph(copy, outputs)
+  g.keep_two = set(keep_two)
   layers, skipped = find_layers(g)
+  data_inputs = dict((name, split_input(layer.node.input[0])[0])
+                     for name, layer in layers.items())
   before = [_stats(g, layer) for layer in layers.values()]
   stops = []
   for round_index in range(_MAX_ROUNDS):
@@ -250,8 +269,34 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   rows = [LayerShrink(layer.node.name, layer.node.op, b[0], a[0], b[1], a[1],
                       b[2], a[2], b[3], a[3])
           for layer, b, a in zip(layers.values(), before, after)]
+  narrowed = one_channel_convs(rows, data_inputs)
   rows.extend(_lrn_rows(g))
-  return copy, ShrinkReport(rows, stops, outputs, skipped, dropped)
+  return rows, stops, skipped, narrowed
+
+
+def one_channel_convs(rows, data_inputs):
+  """The tensors to keep two channels in, so that no Conv2D or depthwise
+  conv the shrink narrowed has one input and one output channel: its
+  output (where it had two or more), else its input.
+
+  TF 2.x's oneDNN kernels compute such a conv wrongly or not at all
+  (`could not create a primitive descriptor for the reorder primitive`,
+  docs/deployment.md); a conv the graph had that way stays as it was.
+
+  Args:
+    rows: the `LayerShrink`s of the layers, by their names at the start
+      (a graph output's is `<name>/shrink_unfolded` at the end).
+    data_inputs: {layer name at the start: the tensor it reads}.
+  """
+  names = list(data_inputs)
+  narrowed = set()
+  for name, row in zip(names, rows):
+    if row.op not in ('Conv2D', 'DepthwiseConv2dNative') or \
+        (row.inputs_after, row.outputs_after) != (1, 1) or \
+        (row.inputs_before, row.outputs_before) == (1, 1):
+      continue
+    narrowed.add(name if row.outputs_before > 1 else data_inputs[name])
+  return narrowed
 
 
 def _needed(graph_def, outputs):
