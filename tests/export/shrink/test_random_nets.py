@@ -1,11 +1,13 @@
 """Random nets (tests/support/random_nets.py) through `shrink_graph_def`.
 
 For each net: no exception; the shrunk graph's outputs equal the unshrunk
-graph's to 1e-5 of max|y|; parameters and FLOPs never grow; and each
-layer's inputs and outputs after the shrink, and the FLOPs, are what the
-generator's own oracle counts (`random_nets.expected`: the channels the
-documented rules remove, computed from the net it generated, not from the
-shrink's report logic).
+graph's to 1e-5 of max|y|; FLOPs never grow, nor parameters but for the
+border maps of objective 'flops'; each layer's inputs and outputs after the
+shrink, and the FLOPs, are what the generator's own oracle counts
+(`random_nets.expected`: the channels the documented rules remove, computed
+from the net it generated, not from the shrink's report logic); the
+shrink's own check passes; and every stop is one docs/structured.md
+lists.
 
 The default run checks `QUICK` nets (fixed seeds, both stacks); the slow
 run (TF1PRUNE_FULL=1) `TF1PRUNE_RANDOM_NETS` nets (default 1000) from
@@ -22,9 +24,11 @@ import tensorflow.compat.v1 as tf
 
 import tf1prune
 from support import random_nets
+from support.shrunk_graphs import documented_stops, is_documented
 
 QUICK = 40
 _SEED = os.environ.get('TF1PRUNE_RANDOM_NETS_SEED')
+_STOPS = documented_stops()
 
 
 def _run(graph_def, feed, outputs):
@@ -72,7 +76,9 @@ def check_net(seed):
   """Shrinks net `seed`; raises AssertionError saying what is wrong.
 
   Every net is shrunk with objective 'flops' (the default), and checked
-  against the oracle; one in three with 'params' too (outputs and sizes).
+  against the oracle, with the shrink's own check (it passes; where the
+  height and width are unknown it does not run); one in three with
+  'params' too (outputs and sizes).
   """
   net = random_nets.generate(seed)
   feed = net.feed()
@@ -81,10 +87,16 @@ def check_net(seed):
   problems = []
   if seed % 3 == 0:
     small, report = tf1prune.shrink_graph_def(
-        net.graph_def, net.outputs, objective='params')
+        net.graph_def, net.outputs, objective='params', check=False)
     _compare(net, feed, before, small, report, 'params', problems)
   small, report = tf1prune.shrink_graph_def(net.graph_def, net.outputs)
   _compare(net, feed, before, small, report, 'flops', problems)
+  if report.check.passed is not (True if net.static else None):
+    problems.append('the self-check says %s' % report.check.describe())
+  for stop in report.stops:
+    if not is_documented(stop.reason, _STOPS):
+      problems.append('a stop docs/structured.md does not list: %s' % (
+          stop.reason,))
   got = dict((_layer_name(l.name), (l.inputs_after, l.outputs_after))
              for l in report.layers if l.op != 'LRN')
   if got != want.layers:

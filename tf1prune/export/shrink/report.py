@@ -68,6 +68,9 @@ class ShrinkReport(object):
       shrunk graph (constants aside).
 
   Attributes:
+    check: the `tf1prune.export.verify.Comparison` of the shrunk graph's
+      outputs with the given graph's on random inputs (None: not asked
+      for, `check=False`).
     file_bytes_before, file_bytes_after: sizes of the .pb files, set by
       `shrink_pb` (None otherwise).
     num_nodes_before, num_nodes_after: nodes of the graphs in those files,
@@ -80,6 +83,7 @@ class ShrinkReport(object):
     self.output_nodes = list(output_nodes)
     self.skipped = list(skipped)
     self.dropped = list(dropped)
+    self.check = None
     self.file_bytes_before = None
     self.file_bytes_after = None
     self.num_nodes_before = None
@@ -124,6 +128,7 @@ class ShrinkReport(object):
                      'bytes_after': self.file_bytes_after},
             'num_nodes': {'before': self.num_nodes_before,
                           'after': self.num_nodes_after},
+            'check': None if self.check is None else self.check.to_dict(),
             'totals': totals}
 
   def format_table(self):
@@ -147,6 +152,8 @@ class ShrinkReport(object):
     if self.file_bytes_before is not None:
       out.append('file size {:,} B -> {:,} B'.format(self.file_bytes_before,
                                                      self.file_bytes_after))
+    if self.check is not None:
+      out.append('check: %s' % self.check.describe())
     for stop in self.stops:
       out.append('kept %d empty output channel(s) of %s: stopped at %s (%s): '
                  '%s' % (stop.channels, stop.layer, stop.node, stop.op,

@@ -68,6 +68,7 @@ from tf1prune.export.shrink.regions import RegionWalk, find_layers
 # tf1prune.export.shrink.run load this module.
 from tf1prune.export.shrink.report import (  # noqa: F401
     LayerShrink, ShrinkReport, ShrinkStop)
+from tf1prune.export.verify import OutputsDiffer, compare_graph_defs
 
 _MAX_ROUNDS = 32
 OBJECTIVES = ('flops', 'params')
@@ -172,7 +173,8 @@ def _round(g, layers, fold_borders, objective, progress=None, stage=''):
 
 
 def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
-                     objective='flops', progress=None):
+                     objective='flops', progress=None, check=True,
+                     input_shapes=None):
   """Returns a smaller copy of frozen `graph_def` and a `ShrinkReport`.
 
   Args:
@@ -196,6 +198,14 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
       extra channels has more entries than the weights it replaces).
     progress: optional `progress(stage, done, total, fraction)` callable
       (`tf1prune.export.progress`): layers done of each round.
+    check: run the shrunk and the given graph on random inputs in the
+      running TensorFlow and compare the outputs (`tf1prune.export.verify`:
+      1e-4 of max|y| for float32); the report's `check` says how it went,
+      and a graph whose outputs differ is refused (`OutputsDiffer`). False:
+      no check (`check` is None).
+    input_shapes: None, or {placeholder name: shape} for the check, for
+      inputs with unknown dimensions besides the batch size (without it
+      such a graph is not checked, and the report says so).
 
   Returns:
     (graph_def, report): the shrunk GraphDef (the nodes the outputs need,
@@ -209,10 +219,13 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
     where and why empty channels had to stay.
 
   Raises:
-    TypeError: `graph_def` is not a `tf.GraphDef` or `fold_borders` not a
-      bool.
+    TypeError: `graph_def` is not a `tf.GraphDef`, `fold_borders` or `check`
+      not a bool, `input_shapes` not a dict.
     ValueError: an output name is not in the graph, `objective` is not
-      'flops' or 'params', or the graph does not import.
+      'flops' or 'params', the graph does not import, or `input_shapes`
+      names no placeholder or does not fit it.
+    OutputsDiffer (a ValueError): the check found the shrunk graph's
+      outputs differ from the given graph's (or it does not run).
   """
   if not isinstance(graph_def, tf.GraphDef):
     raise TypeError('graph_def must be a tf.GraphDef, got %s; parse a .pb '
@@ -221,6 +234,8 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   if not isinstance(fold_borders, bool):
     raise TypeError('fold_borders must be True or False, got %r'
                     % (fold_borders,))
+  if not isinstance(check, bool):
+    raise TypeError('check must be True or False, got %r' % (check,))
   outputs = output_names(output_node_names)
   check_objective(objective)
   check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
@@ -237,7 +252,15 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
     if narrowed <= keep_two:
       break
     keep_two |= narrowed
-  return copy, ShrinkReport(rows, stops, outputs, skipped, dropped)
+  report = ShrinkReport(rows, stops, outputs, skipped, dropped)
+  if check:
+    notify(progress, 'checking the shrunk graph', 0, 1)
+    report.check = compare_graph_defs(graph_def, copy, outputs,
+                                      input_shapes)
+    notify(progress, 'checking the shrunk graph', 1, 1)
+    if report.check.passed is False:
+      raise OutputsDiffer(report.check, 'the shrunk graph', 'check=False')
+  return copy, report
 
 
 def _shrink(copy, outputs, fold_borders, objective, progress, keep_two):
@@ -316,7 +339,7 @@ def _needed(graph_def, outputs):
 
 
 def shrink_pb(path, output_node_names, output_path=None, objective='flops',
-              progress=None):
+              progress=None, check=True, input_shapes=None):
   """Shrinks the binary frozen GraphDef file `path`; returns the report.
 
   Args:
@@ -327,13 +350,16 @@ def shrink_pb(path, output_node_names, output_path=None, objective='flops',
       are left out, so TF 1.15 loads what TF 2.x writes.
     objective: 'flops' or 'params', as for `shrink_graph_def`.
     progress: as `shrink_graph_def`'s.
+    check, input_shapes: as `shrink_graph_def`'s: a shrunk graph whose
+      outputs differ from the file's is not written.
 
   Returns:
     The `ShrinkReport`, with `file_bytes_before`, `file_bytes_after`,
     `num_nodes_before` and `num_nodes_after` set.
 
   Raises:
-    ValueError: `path` is not a GraphDef file, or as `shrink_graph_def`.
+    ValueError: `path` is not a GraphDef file, or as `shrink_graph_def`
+      (`OutputsDiffer`: nothing is written).
   """
   if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
     raise ValueError('path %r is not a file (%s); give the .pb that '
@@ -348,7 +374,8 @@ def shrink_pb(path, output_node_names, output_path=None, objective='flops',
   except Exception as e:  # protobuf's DecodeError differs by version.
     raise ValueError('%s is not a binary GraphDef: %s' % (path, e))
   small, report = shrink_graph_def(graph_def, output_node_names,
-                                   objective=objective, progress=progress)
+                                   objective=objective, progress=progress,
+                                   check=check, input_shapes=input_shapes)
   out = small.SerializeToString()
   with write_atomically(output_path or path) as f:
     f.write(out)
