@@ -13,12 +13,19 @@
     >>> compare_graph_defs(graph(2.0), graph(2.5), ['y']).passed
     False
 
-`compare_graph_defs(reference, candidate, outputs)` imports both GraphDefs
-into one graph of the running TensorFlow (its kernels: TF 2.x's oneDNN ones
-where they are on), feeds both the same random inputs and compares each
-output: the difference is `max |candidate - reference|` over the largest
-magnitude of either, so 1e-4 means "1e-4 of max|y|". It returns a
-`Comparison`; `OutputsDiffer` is the error to raise when it did not pass.
+`compare_graph_defs(reference, candidate, outputs)` runs both GraphDefs in
+the running TensorFlow (its kernels: TF 2.x's oneDNN ones where they are
+on), feeds both the same random inputs and compares each output: the
+difference is `max |candidate - reference|` over the largest magnitude of
+either, so 1e-4 means "1e-4 of max|y|". The candidate runs as a session
+runs a graph by default, with TensorFlow's graph optimizations (grappler:
+the fused kernels it picks, the graph it folds); the reference runs without
+them, its ops as they are: what the graph means, not what a fusion makes of
+it (and a fusion that fails on the given graph, as TF 2.21's of a
+`FusedBatchNorm` and a `Tanh` does, does not stop the check). Optimizing
+only the candidate, which is the smaller graph after a shrink, also keeps
+the check cheap. It returns a `Comparison`; `OutputsDiffer` is the error to
+raise when it did not pass.
 The shrink (`shrink_graph_def`, `shrink_pb`, `strip_pruning_vars
 --shrink`) runs it on every graph it makes; any export that rewrites a
 graph can use it the same way.
@@ -56,9 +63,6 @@ import tensorflow.compat.v1 as tf
 
 __all__ = ['BadInputShapes', 'Comparison', 'OutputsDiffer',
            'compare_graph_defs', 'parse_input_shapes', 'tolerance']
-
-_REFERENCE, _CANDIDATE = 'reference', 'candidate'
-
 
 class Comparison(collections.namedtuple('Comparison', [
     'max_diff', 'diffs', 'tolerance', 'inputs', 'note', 'version',
@@ -341,47 +345,43 @@ def compare_graph_defs(reference, candidate, outputs, input_shapes=None,
           'values' % (name, dtype.name)
   if note is not None:
     return Comparison(None, {}, {}, {}, note, version, None)
-  with tf.Graph().as_default() as graph:
-    for graph_def, prefix in ((reference, _REFERENCE),
-                              (candidate, _CANDIDATE)):
-      # A copy: TF 2.x's import_graph_def writes the attributes at their
-      # default into the GraphDef it is given (TF 1.15 then refuses it).
-      copy = tf.GraphDef()
-      copy.CopyFrom(graph_def)
-      tf.import_graph_def(copy, name=prefix)
-    fetch = dict((prefix, [graph.get_tensor_by_name('%s/%s:0' % (prefix, o))
-                           for o in outputs])
-                 for prefix in (_REFERENCE, _CANDIDATE))
-  diffs = dict((name, 0.0) for name in outputs)
-  tolerances = dict((name, tolerance(t.dtype)) for name, t in zip(
-      outputs, fetch[_REFERENCE]))
-  with tf.Session(graph=graph) as sess:
-    for run in range(2):
-      rs = np.random.RandomState(seed + run)
-      values = dict((name, _values(placeholders[name][0], shapes[run], rs))
-                    for name, shapes in sorted(runs.items()))
-      feed = {}
-      for prefix in (_REFERENCE, _CANDIDATE):
-        feed.update(('%s/%s:0' % (prefix, name), value)
-                    for name, value in values.items())
-      try:   # one run of both: the graph is optimized once
-        both = sess.run(fetch[_REFERENCE] + fetch[_CANDIDATE], feed)
-        want, got = both[:len(outputs)], both[len(outputs):]
-      except tf.errors.OpError:
-        try:
-          sess.run(fetch[_REFERENCE], feed)
-        except tf.errors.OpError as e:
-          return Comparison(None, {}, {}, runs, 'the unshrunk graph does not '
-                            'run in TensorFlow %s on random inputs: %s' % (
-                                version, _first_line(e)), version, None)
-        try:
-          sess.run(fetch[_CANDIDATE], feed)
-        except tf.errors.OpError as e:
-          diffs = dict((name, np.inf) for name in outputs)
-          return Comparison(np.inf, diffs, tolerances, runs, None, version,
-                            _first_line(e))
-        raise
-      for name, w, g in zip(outputs, want, got):
-        diffs[name] = max(diffs[name], _difference(w, g))
+  feeds = []
+  for run in range(2):
+    rs = np.random.RandomState(seed + run)
+    feeds.append(dict((name, _values(placeholders[name][0], shapes[run], rs))
+                      for name, shapes in sorted(runs.items())))
+  try:
+    want, dtypes = _run(reference, outputs, feeds, optimize=False)
+  except tf.errors.OpError as e:
+    return Comparison(None, {}, {}, runs, 'the unshrunk graph does not run '
+                      'in TensorFlow %s on random inputs: %s' % (
+                          version, _first_line(e)), version, None)
+  tolerances = dict((name, tolerance(t)) for name, t in zip(outputs, dtypes))
+  try:
+    got, _ = _run(candidate, outputs, feeds, optimize=True)
+  except tf.errors.OpError as e:
+    return Comparison(np.inf, dict((name, np.inf) for name in outputs),
+                      tolerances, runs, None, version, _first_line(e))
+  diffs = dict((name, max(_difference(w[i], g[i]) for w, g in zip(want, got)))
+               for i, name in enumerate(outputs))
   return Comparison(max(diffs.values()) if diffs else 0.0, diffs,
                     tolerances, runs, None, version, None)
+
+
+def _run(graph_def, outputs, feeds, optimize):
+  """[the outputs for each feed], [their dtypes]: `graph_def` run in a
+  session of its own, with TensorFlow's graph optimizations (its fused
+  kernels) or without."""
+  # A copy: TF 2.x's import_graph_def writes the attributes at their default
+  # into the GraphDef it is given (TF 1.15 then refuses it).
+  copy = tf.GraphDef()
+  copy.CopyFrom(graph_def)
+  with tf.Graph().as_default() as graph:
+    tf.import_graph_def(copy, name='')
+    fetch = [graph.get_tensor_by_name(name + ':0') for name in outputs]
+  config = tf.ConfigProto()
+  config.graph_options.rewrite_options.disable_meta_optimizer = not optimize
+  with tf.Session(graph=graph, config=config) as sess:
+    results = [sess.run(fetch, dict((name + ':0', value) for name, value in
+                                    feed.items())) for feed in feeds]
+  return results, [t.dtype for t in fetch]
