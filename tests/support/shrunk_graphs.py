@@ -7,6 +7,9 @@ the graph it came from.
     [(3, 3, 2, 4), (4, 2)]
 """
 
+import os
+import re
+
 import numpy as np
 import tensorflow.compat.v1 as tf
 
@@ -54,3 +57,30 @@ def stops(report):
   """[(layer, node, op, reason, channels)] of the report's stops."""
   return [(s.layer, s.node, s.op, s.reason, s.channels)
           for s in report.stops]
+
+
+_DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), 'docs', 'structured.md')
+
+
+def documented_stops():
+  """The stop reasons docs/structured.md lists (between its shrink-stops
+  markers), as patterns: `<...>` is a name the stop fills in, `...` any
+  text."""
+  with open(_DOCS) as f:
+    text = f.read()
+  listed = text.split('<!-- shrink-stops -->')[1].split(
+      '<!-- /shrink-stops -->')[0]
+  spans = re.findall(r'`([^`]+)`', listed, re.S)
+  return [' '.join(span.split()) for span in spans
+          if len(span) >= 12 and ' ' in span]
+
+
+def is_documented(reason, patterns=None):
+  """True if the stop `reason` is one of `documented_stops()`."""
+  for pattern in patterns or documented_stops():
+    regex = re.escape(pattern).replace(re.escape('...'), '.*')
+    regex = re.sub(re.escape('<') + r'[^>]*' + re.escape('>'), '.+', regex)
+    if re.match(regex + '$', reason):
+      return True
+  return False

@@ -275,10 +275,10 @@ def _apply(g, op, inputs, reasons):
   size = spatial_size(g, split_input(node.input[0])[0])
   if kind == 'reduce':
     value = op.rule.value(x, None if size is None else size[0] * size[1])
-    if _new_nan([x], value):
-      reasons.append((node.name, node.op, 'the input size of this %s is '
+    if _new_nan([x], value):   # only a Sum counts the positions
+      reasons.append((node.name, node.op, 'the input size of this Sum is '
                       'unknown: it sums a removed channel that is not 0 '
-                      'over an unknown number of positions' % node.op))
+                      'over an unknown number of positions'))
     return value
   if kind == 'pool':
     if x.shape[:2] == (1, 1):   # max ignores padding, avg counts valid only
