@@ -1,7 +1,7 @@
 """Random small NHWC nets with emptied filters, and what a shrink must leave.
 
     >>> import numpy as np
-    >>> from support.random_nets import generate
+    >>> from tests.support.random_nets import generate
     >>> net = generate(3)
     >>> net.outputs, sorted(net.inputs)
     (['y'], ['x'])

@@ -1,10 +1,11 @@
-"""Helpers of the shrink tests: weights, runs, and a shrink checked against
-the graph it came from.
+"""What the shrink tests share: weights, a shrink checked against the graph
+it came from, and the stop reasons docs/structured.md lists.
 
-    >>> import numpy as np
-    >>> from support.shrunk_graphs import glorot
+    >>> from tests.support.shrunk_graphs import glorot, is_documented
     >>> [w.shape for w in glorot(0, [3, 3, 2, 4], [4, 2])]
     [(3, 3, 2, 4), (4, 2)]
+    >>> is_documented('it is a graph output'), is_documented('it is late')
+    (True, False)
 """
 
 import os
@@ -14,6 +15,8 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 import tf1prune
+from tests.support.checkout import ROOT
+from tests.support.graphs import run_graph_def
 
 
 def glorot(seed, *shapes):
@@ -24,21 +27,6 @@ def glorot(seed, *shapes):
     return sess.run([init(shape) for shape in shapes])
 
 
-def run(graph_def, feed, output='y:0'):
-  """`output` of `graph_def`, imported into a new graph, for `feed`
-  ({tensor name: value})."""
-  with tf.Graph().as_default():
-    tf.import_graph_def(graph_def, name='')
-    with tf.Session() as sess:
-      return sess.run(output, feed)
-
-
-def consts(graph_def):
-  """{name: ndarray} of the Const nodes of `graph_def`."""
-  return {n.name: tf.make_ndarray(n.attr['value'].tensor)
-          for n in graph_def.node if n.op == 'Const'}
-
-
 def shrink_same(feed, outputs=('y',), **kwargs):
   """Shrinks the default graph; asserts each output is what it was, to
   1e-5 of its largest value. Returns (shrunk GraphDef, report)."""
@@ -46,8 +34,8 @@ def shrink_same(feed, outputs=('y',), **kwargs):
   small, report = tf1prune.shrink_graph_def(graph_def, list(outputs),
                                             **kwargs)
   for name in outputs:
-    want = run(graph_def, feed, name + ':0')
-    got = run(small, feed, name + ':0')
+    want = run_graph_def(graph_def, feed, name + ':0')
+    got = run_graph_def(small, feed, name + ':0')
     assert got.shape == want.shape
     assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max(), name
   return small, report
@@ -59,15 +47,11 @@ def stops(report):
           for s in report.stops]
 
 
-_DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), 'docs', 'structured.md')
-
-
 def documented_stops():
   """The stop reasons docs/structured.md lists (between its shrink-stops
   markers), as patterns: `<...>` is a name the stop fills in, `...` any
   text."""
-  with open(_DOCS) as f:
+  with open(os.path.join(ROOT, 'docs', 'structured.md')) as f:
     text = f.read()
   listed = text.split('<!-- shrink-stops -->')[1].split(
       '<!-- /shrink-stops -->')[0]

@@ -23,8 +23,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
-from support import random_nets
-from support.shrunk_graphs import documented_stops, is_documented
+from tests.support import random_nets
+from tests.support.shrunk_graphs import documented_stops, is_documented
 
 QUICK = 40
 _SEED = os.environ.get('TF1PRUNE_RANDOM_NETS_SEED')

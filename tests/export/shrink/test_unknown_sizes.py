@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from support.shrunk_graphs import glorot, shrink_same, stops
+from tests.support.shrunk_graphs import glorot, shrink_same, stops
 
 
 def _net(size, b1, b3):

@@ -4,7 +4,7 @@
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from support.shrunk_graphs import glorot, shrink_same, stops
+from tests.support.shrunk_graphs import glorot, shrink_same, stops
 
 
 def _net(b1):

@@ -4,7 +4,8 @@ C']`: its empty columns go, and its FLOPs count the rows of one example."""
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from support.shrunk_graphs import consts, glorot, shrink_same, stops
+from tests.support.graphs import consts
+from tests.support.shrunk_graphs import glorot, shrink_same, stops
 
 
 def test_a_reshaped_1x1_conv_loses_its_empty_columns_and_counts_per_example():

@@ -13,7 +13,7 @@ from tf1prune.cli import strip_pruning_vars as strip_cli
 from tf1prune.export.shrink import rewrite
 from tf1prune.export.verify import OutputsDiffer
 
-from support.shrunk_graphs import glorot
+from tests.support.shrunk_graphs import glorot
 
 
 def _dense_net(size=1):

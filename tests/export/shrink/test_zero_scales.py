@@ -5,7 +5,8 @@ it, and the offset is folded into the next layer."""
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from support.shrunk_graphs import consts, glorot, shrink_same, stops
+from tests.support.graphs import consts
+from tests.support.shrunk_graphs import glorot, shrink_same, stops
 
 
 def test_a_zero_scale_after_an_add_removes_the_channel_from_both_layers():

@@ -6,18 +6,18 @@ import glob
 import os
 import re
 
-from support.shrunk_graphs import documented_stops, is_documented
+import tf1prune
+from tests.support.shrunk_graphs import documented_stops, is_documented
 
-_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
-                     os.pardir, os.pardir)
+_PACKAGE = os.path.dirname(os.path.abspath(tf1prune.__file__))
 
 
 def _source_text():
   """The string literals of the channel table and the shrink, adjacent
   literals joined (as Python joins them) and escapes undone."""
   text = ''
-  for pattern in ('tf1prune/channels/*.py', 'tf1prune/export/shrink/*.py'):
-    for path in sorted(glob.glob(os.path.join(_ROOT, pattern))):
+  for pattern in ('channels/*.py', 'export/shrink/*.py'):
+    for path in sorted(glob.glob(os.path.join(_PACKAGE, pattern))):
       with open(path) as f:
         text += f.read()
   text = re.sub(r"'\s*\n\s*'", '', text)
