@@ -62,7 +62,8 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 __all__ = ['BadInputShapes', 'Comparison', 'OutputsDiffer',
-           'compare_graph_defs', 'parse_input_shapes', 'tolerance']
+           'compare_graph_defs', 'difference', 'parse_input_shapes',
+           'random_values', 'tolerance']
 
 class Comparison(collections.namedtuple('Comparison', [
     'max_diff', 'diffs', 'tolerance', 'inputs', 'note', 'version',
@@ -271,7 +272,10 @@ def _shapes(placeholders, given):
   return runs, None
 
 
-def _values(dtype, shape, rs):
+def random_values(dtype, shape, rs):
+  """Random values of `dtype` (a `tf.DType`) and `shape` for an input (the
+  module docstring's rule), drawn from `RandomState` `rs`; None for a type
+  the check has no values for."""
   if dtype.is_floating:
     return rs.randn(*shape).astype(dtype.as_numpy_dtype)
   if dtype == tf.uint8:
@@ -283,9 +287,11 @@ def _values(dtype, shape, rs):
   return None
 
 
-def _difference(reference, candidate):
-  """max |candidate - reference| / max(|reference|, |candidate|); for
-  outputs that are not floats, the fraction of entries that differ."""
+def difference(reference, candidate):
+  """max |candidate - reference| / max(|reference|, |candidate|) of two
+  arrays (entries not finite equal where both are the same); for outputs
+  that are not floats, the fraction of entries that differ; inf where the
+  shapes differ. The rule to compare with `tolerance(dtype)`."""
   reference, candidate = np.asarray(reference), np.asarray(candidate)
   if reference.shape != candidate.shape:
     return np.inf
@@ -340,7 +346,8 @@ def compare_graph_defs(reference, candidate, outputs, input_shapes=None,
   version = tf.__version__
   runs, note = _shapes(placeholders, given)
   for name, (dtype, _) in sorted(placeholders.items()):
-    if note is None and _values(dtype, [1], np.random.RandomState(0)) is None:
+    if note is None and random_values(
+        dtype, [1], np.random.RandomState(0)) is None:
       note = 'input %s is of type %s, for which the check has no random ' \
           'values' % (name, dtype.name)
   if note is not None:
@@ -348,8 +355,9 @@ def compare_graph_defs(reference, candidate, outputs, input_shapes=None,
   feeds = []
   for run in range(2):
     rs = np.random.RandomState(seed + run)
-    feeds.append(dict((name, _values(placeholders[name][0], shapes[run], rs))
-                      for name, shapes in sorted(runs.items())))
+    feeds.append(dict(
+        (name, random_values(placeholders[name][0], shapes[run], rs))
+        for name, shapes in sorted(runs.items())))
   try:
     want, dtypes = _run(reference, outputs, feeds, optimize=False)
   except tf.errors.OpError as e:
@@ -362,7 +370,7 @@ def compare_graph_defs(reference, candidate, outputs, input_shapes=None,
   except tf.errors.OpError as e:
     return Comparison(np.inf, dict((name, np.inf) for name in outputs),
                       tolerances, runs, None, version, _first_line(e))
-  diffs = dict((name, max(_difference(w[i], g[i]) for w, g in zip(want, got)))
+  diffs = dict((name, max(difference(w[i], g[i]) for w, g in zip(want, got)))
                for i, name in enumerate(outputs))
   return Comparison(max(diffs.values()) if diffs else 0.0, diffs,
                     tolerances, runs, None, version, None)
