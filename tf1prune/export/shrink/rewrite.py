@@ -228,18 +228,18 @@ def _exits(region):
   return tensors
 
 
-def _first_unknown(g, values, classes, c, caused, reasons):
-  """(node, op, reason) where class `c` first stops being a known value."""
+def _first_unknown(g, values, classes, c, caused):
+  """(node, op, reason) where class `c` first stops being a known value:
+  the reason its op gave, else that it is not a known constant there."""
   for tensor, value in values.items():
     bad = ~np.isfinite(value).all(axis=(0, 1))
     if bad[classes[tensor] == c].any():
       if tensor in caused:
         return caused[tensor]
-      if reasons:
-        return reasons[0]
       return (tensor, g.nodes[tensor].op, 'the removed channel is not a '
               'known constant after this %s' % g.nodes[tensor].op)
-  return ('', '', 'the removed channel is not a known constant')
+  raise ValueError('internal error: channel class %d is not known at a use '
+                   'of its region, yet known everywhere' % c)
 
 
 def _decide(g, region, fold_borders, position, classes, values, reasons,
@@ -275,7 +275,7 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
   caused = dict((r[0], r) for r in reasons)   # the op whose output it is
   for c in sorted(dead & unknown):
     if c not in block:
-      block[c] = _first_unknown(g, values, classes, c, caused, reasons)
+      block[c] = _first_unknown(g, values, classes, c, caused)
   for c in unknown:
     block.setdefault(c, ('', '', 'its value varies per example'))
   for layer, tensor in region.sinks:
