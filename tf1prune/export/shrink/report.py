@@ -7,7 +7,9 @@
     0.5
 
 FLOPs are per example: 2 x the multiply-adds of each Conv2D, MatMul and
-DepthwiseConv2dNative (bias adds, activations and pools are not counted, nor
+DepthwiseConv2dNative (a MatMul of the rows `[N * H * W, C]` that a Reshape
+made of an `[N, H, W, C]` tensor, a 1x1 conv, counts its `H x W` rows of
+one example; bias adds, activations and pools are not counted, nor
 the Add of a border map, which replaces the bias add with as many
 additions). Parameters are the layer's weight plus the bias right after it,
 plus the constants the shrink added after it: a border map (`[1, 1,
@@ -66,6 +68,9 @@ class ShrinkReport(object):
       shrunk graph (constants aside).
 
   Attributes:
+    check: the `tf1prune.export.verify.Comparison` of the shrunk graph's
+      outputs with the given graph's on random inputs (None: not asked
+      for, `check=False`).
     file_bytes_before, file_bytes_after: sizes of the .pb files, set by
       `shrink_pb` (None otherwise).
     num_nodes_before, num_nodes_after: nodes of the graphs in those files,
@@ -78,6 +83,7 @@ class ShrinkReport(object):
     self.output_nodes = list(output_nodes)
     self.skipped = list(skipped)
     self.dropped = list(dropped)
+    self.check = None
     self.file_bytes_before = None
     self.file_bytes_after = None
     self.num_nodes_before = None
@@ -122,6 +128,7 @@ class ShrinkReport(object):
                      'bytes_after': self.file_bytes_after},
             'num_nodes': {'before': self.num_nodes_before,
                           'after': self.num_nodes_after},
+            'check': None if self.check is None else self.check.to_dict(),
             'totals': totals}
 
   def format_table(self):
@@ -145,6 +152,8 @@ class ShrinkReport(object):
     if self.file_bytes_before is not None:
       out.append('file size {:,} B -> {:,} B'.format(self.file_bytes_before,
                                                      self.file_bytes_after))
+    if self.check is not None:
+      out.append('check: %s' % self.check.describe())
     for stop in self.stops:
       out.append('kept %d empty output channel(s) of %s: stopped at %s (%s): '
                  '%s' % (stop.channels, stop.layer, stop.node, stop.op,
