@@ -93,10 +93,13 @@ class GroupWalk(object):
     ids = self.forward.seed(tensor, channels)
     self.members.append((name, weight, axis, ids))
 
-  def depthwise(self, node, name, weight):
+  def depthwise(self, node, name, weight, axis=2, multiplier=1):
     """Member `name` is the filter of the depthwise conv `node`: its entries
-    along axis 2 are the channels of the node's input."""
-    self.depthwise_members[self.forward.view.name(node)] = (name, weight)
+    along axis 2 are the channels of the node's input (`axis` -1: its last
+    axis holds `multiplier` entries per input channel, as a grouped conv's
+    kernel `[kh, kw, 1, C * multiplier]`)."""
+    self.depthwise_members[self.forward.view.name(node)] = (
+        name, weight, axis, multiplier)
 
   def run(self):
     self.forward.run()
@@ -111,7 +114,9 @@ class GroupWalk(object):
           self.forward.blocked[ids[c]] = (
               'depthwise %s reads input channel %d, which no masked weight '
               'produces' % (self.forward.view.name(node), c))
-      self.members.append(member + (2, ids))
+      name, weight, axis, multiplier = member
+      units = ids if axis == 2 else [i for i in ids for _ in range(multiplier)]
+      self.members.append((name, weight, axis, units))
     return ids
 
   def groups(self):
