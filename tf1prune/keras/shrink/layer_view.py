@@ -191,7 +191,9 @@ class _Expansion(object):
             self.inputs, 'stop', attrs={'why': why})
 
   def activation(self, x, name, part='activation'):
-    """The nodes of the Keras activation `name` on `x`."""
+    """The nodes of the Keras activation `name` on `x` (`part`
+    'activation': a layer's own activation, 'op': an `Activation`
+    layer)."""
     if name == 'linear':
       return x
     op = ACTIVATION_OPS.get(name)
@@ -199,8 +201,8 @@ class _Expansion(object):
       return self.op(op, [x], part)
     steps = self.view._composition(name)
     if steps is None:
-      self.stop('the activation %s is not one the shrink knows' % name)
-      return None
+      return self.op('%s (activation)' % name, [x], part, attrs={
+          'why': 'the activation %s is not one the shrink knows' % name})
     return self.steps(x, steps, part)
 
   def steps(self, x, steps, part, attrs=None):
@@ -313,6 +315,10 @@ class LayerView(object):
       self._shapes[tensor] = list(np.shape(self.constant(tensor)))
       del self._lazy_shapes[tensor]
     return self._shapes.get(tensor)
+
+  def is_constant(self, tensor):
+    """Whether `tensor` is a constant (without computing it)."""
+    return tensor in self._consts
 
   def constant(self, tensor):
     value = self._consts.get(tensor)
@@ -600,33 +606,33 @@ def _relu(view, e, layer, config):
     return e.stop('a ReLU with a threshold (%g) is not one the shrink knows'
                   % threshold)
   if slope:
-    x = e.op('LeakyRelu', e.inputs, 'activation', attrs={'alpha': slope})
+    x = e.op('LeakyRelu', e.inputs, 'op', attrs={'alpha': slope})
   elif top is not None and float(top) == 6.0:
-    return e.op('Relu6', e.inputs, 'activation')
+    return e.op('Relu6', e.inputs, 'op')
   else:
-    x = e.op('Relu', e.inputs, 'activation')
+    x = e.op('Relu', e.inputs, 'op')
   if top is not None:
-    e.op('Minimum', [x, e.const('max_value', np.float64(top))], 'activation')
+    e.op('Minimum', [x, e.const('max_value', np.float64(top))], 'op')
 
 
 def _leaky_relu(view, e, layer, config):
   alpha = config.get('negative_slope', config.get('alpha', 0.3))
-  e.op('LeakyRelu', e.inputs, 'activation', attrs={'alpha': float(alpha)})
+  e.op('LeakyRelu', e.inputs, 'op', attrs={'alpha': float(alpha)})
 
 
 def _elu(view, e, layer, config):
   if float(config.get('alpha', 1.0)) != 1.0:
     return e.stop('an ELU with alpha %g is not one the shrink knows'
                   % config['alpha'])
-  e.op('Elu', e.inputs, 'activation')
+  e.op('Elu', e.inputs, 'op')
 
 
 def _activation(view, e, layer, config):
-  e.activation(e.inputs[0], activation_name(layer))
+  e.activation(e.inputs[0], activation_name(layer), 'op')
 
 
 def _softmax(view, e, layer, config):
-  e.op('Softmax', e.inputs, 'activation')
+  e.op('Softmax', e.inputs, 'op')
 
 
 def _axis_const(e, axis):
@@ -777,6 +783,18 @@ def _operation_steps(layer, node, name):
   return [(op, '.')], {}
 
 
+def _number(value):
+  """Whether `value` is an operand number (Python, NumPy or an eager tensor,
+  as Keras 2 records `1.0 - x`)."""
+  import tensorflow as tf
+  if value is None or isinstance(value, (str, bool, tf.DType)):
+    return False
+  try:
+    return np.size(np.asarray(value, np.float64)) == 1
+  except (TypeError, ValueError):
+    return False
+
+
 def _operation(view, e):
   """A Keras 3 operation or a Keras 2 TF op, checked against itself."""
   layer, node = e.call.layer, e.call.node
@@ -793,8 +811,7 @@ def _operation(view, e):
                   'numbers pass' % name)
   args, kwargs = structure(node)
   ordered = [a for a in list(args) + [kwargs[k] for k in kwargs if k != 'name']
-             if hasattr(a, '_keras_history') or isinstance(
-                 a, (int, float, np.number, np.ndarray))]
+             if hasattr(a, '_keras_history') or _number(a)]
   tensors = [a for a in ordered if hasattr(a, '_keras_history')]
   if name in _MERGES and len(ordered) >= 2:
     inputs = []
@@ -803,7 +820,8 @@ def _operation(view, e):
         index = [i for i, t in enumerate(tensors) if t is a][0]
         inputs.append(e.inputs[min(index, len(e.inputs) - 1)])
       else:
-        inputs.append(e.const('operand', np.float64(np.ravel(a)[0])))
+        inputs.append(e.const('operand', np.float64(
+            np.ravel(np.asarray(a, np.float64))[0])))
     e.op(KERAS_OPS[name], inputs, 'op')
   else:
     steps, attrs = _operation_steps(layer, node, name)

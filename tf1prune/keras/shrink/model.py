@@ -38,14 +38,15 @@ def shrink_plain(model, fold_borders=True):
   """`shrink_model` of a model that carries no pins (already stripped)."""
   p = plan(model, fold_borders)
   small, pairs = rebuild(model, p)
+  calls = dict((c.output, c) for c in p.view.trace.calls)
   rows = []
   for old, new, call, new_out, helpers in pairs:
     first = call.inputs[0]
-    row = layer_row(old, new, call, p.shapes[first],
-                    int(p.keep[first].sum()), new_out, helpers)
+    row = layer_row(old, new, call, calls[first].shape,
+                    int(p.kept(p.view.keys[first]).sum()), new_out, helpers)
     if row is not None:
       rows.append(row)
-  outputs = [t._keras_history[0].name for t in model.outputs]  # pylint: disable=protected-access
+  outputs = [calls[p.view.trace.resolve(t)].name for t in model.outputs]
   return small, KerasShrinkReport(rows, p.stops, outputs)
 
 

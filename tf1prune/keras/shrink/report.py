@@ -22,7 +22,7 @@ them; biases, activations, batch norms, pools and the other layers
 import numpy as np
 
 from tf1prune.export.shrink.report import LayerShrink, ShrinkReport
-from tf1prune.keras.shrink.layers import is_conv
+from tf1prune.keras.shrink.layer_calls import is_conv
 
 __all__ = ['KerasShrinkReport', 'layer_row']
 
@@ -67,7 +67,7 @@ def layer_row(old, new, call, in_shape, in_after, out_after, helpers=()):
 
   Args:
     old, new: the layer before and after the shrink.
-    call: the old layer's `_shrink_view.Call`.
+    call: the old layer's `layer_calls.Call`.
     in_shape: the static shape of its (first) input before the shrink.
     in_after: the input channels after it.
     out_after: the new output's static shape.
