@@ -43,14 +43,14 @@ import collections
 
 import numpy as np
 
-from tf1prune.export.shrink.padding import conv_pads
+from tf1prune.export.shrink.padding import conv_map, conv_pads
 from tf1prune.keras.shrink import borders
 from tf1prune.keras.shrink.channel_walk import ChannelWalk
 from tf1prune.keras.shrink.layer_calls import activation_name, is_conv
 from tf1prune.keras.shrink.layer_view import STARTS, LayerView
-from tf1prune.keras.shrink.removed_values import RemovedValues, is_map
+from tf1prune.keras.shrink.removed_values import RemovedValues, full, is_map
 
-__all__ = ['Plan', 'Stop', 'layer_weights', 'plan']
+__all__ = ['Fold', 'Plan', 'Stop', 'layer_weights', 'plan']
 
 
 def layer_weights(layer):
@@ -88,6 +88,21 @@ class Stop(collections.namedtuple('Stop', ['layer', 'channels', 'reason'])):
   """`channels` empty filters of `layer` that stay, and why."""
 
 
+class Fold(collections.namedtuple('Fold', ['kind', 'bias', 'map', 'chain',
+                                           'kernel'])):
+  """How a layer gets what its removed input channels gave its output:
+
+  - 'bias': `bias` (float64 [O]) added to its bias;
+  - 'ones': an extra input channel of ones (a padded conv reading nonzero
+    constants), its kernel the sum of `constant x kernel` over them;
+  - 'border': `bias` added to its bias, and the conv on ones of `chain`'s
+    geometry (the depthwise conv's nodes), kernel `kernel`, added at its
+    output;
+  - 'map': `map` (float64 [H', W', O], everything they gave) added at its
+    output by a transposed conv of that size on ones.
+  """
+
+
 class Plan(object):
   """The result of `plan(model)`.
 
@@ -110,6 +125,7 @@ class Plan(object):
     self.walk = ChannelWalk(view)
     self.values = RemovedValues(view, self.walk)
     self.keep, self.ones, self.border, self.stops = {}, set(), {}, []
+    self.folds = {}
     self._tensors = [n.output for n in view.walk_order()
                      if self.walk.carries(n.output)]
     for node in view.walk_order():
@@ -194,6 +210,17 @@ class Plan(object):
     return (kernel != 0).reshape(-1, kernel.shape[-2], kernel.shape[-1]).any(
         axis=(0, 2))
 
+  def _linear(self, node):
+    """Whether a map added at the output of `node`'s layer is a map added
+    to what its kernel computes: a Dense, Conv1D, Conv2D or separable conv
+    without an activation."""
+    layer = node.call.layer
+    return (not node.attrs.get('transposed') and
+            node.part in ('kernel', 'pointwise') and
+            type(layer).__name__ in ('Dense', 'Conv1D', 'Conv2D',
+                                     'SeparableConv2D') and
+            activation_name(layer) == 'linear')
+
   def _reader(self, node, tensor, reasons):
     """Keeps the classes of `tensor` that the layer `node` cannot take."""
     value = self.values.value(tensor)
@@ -208,7 +235,13 @@ class Plan(object):
         continue
       why = None
       if is_map(value, c):
-        why = self._map_reader(node, tensor, c, chains.get(c, ()))
+        chain = chains.get(c, ())
+        if not self.fold_borders:
+          why = self._map_why(chain)
+        elif not self._linear(node) and not self._border(node, [chain]):
+          why = ('%s reads the map that %s makes of a removed constant; '
+                 'only a layer without an activation takes it' % (
+                     name, self._maker(chain)))
       elif not value[..., c].any():
         continue
       elif node.attrs.get('transposed'):
@@ -222,117 +255,142 @@ class Plan(object):
       if why:
         reasons[root] = why
 
-  def _map_reader(self, node, tensor, c, chain):
-    """Why the layer `node` cannot take channel `c` of `tensor`, a map of
-    the positions made by the nodes `chain` (None if it can)."""
-    if not chain or 'mixed' in chain:
-      return ('the removed constants that %s reads vary over the positions '
-              'in more than one way' % node.call.name)
-    chain = [self.view.node(n) for n in chain]
-    if node.part == 'pointwise':
-      return ('%s pads with zeros: a removed channel that is a nonzero '
-              'constant (its bias, batch norm shift, activation) reaches it '
-              'with a different sum near the borders, so it cannot go into '
-              'the bias' % node.call.name)
-    if not self.fold_borders or not self._rebuildable(chain):
-      return self._map_why(chain)
-    config = node.call.layer.get_config()
-    if node.op != 'Conv2D' or node.part != 'kernel' or \
-        type(node.call.layer).__name__ != 'Conv2D' or \
-        tuple(config['kernel_size']) != (1, 1) or \
-        tuple(config['strides']) != (1, 1) or \
-        activation_name(node.call.layer) != 'linear':
-      return ('%s reads the border pattern that %s makes of a removed '
-              'constant; only a linear 1x1 Conv2D takes it' % (
-                  node.call.name, chain[-1].call.name))
-    return None
+  def _maker(self, chain):
+    """The name of the layer whose op made a map (first of `chain` that is
+    no `Pad`)."""
+    nodes = [self.view.node(n) for n in chain if n != 'mixed']
+    makers = [n for n in nodes if n.op != 'Pad'] or nodes
+    return makers[0].call.name if makers else 'zero padding'
 
   def _map_why(self, chain):
-    """Why the map that the nodes `chain` make stays."""
-    makers = [n for n in chain if n.op != 'Pad']
-    node = makers[0] if makers else chain[-1]
+    """Why the map that the nodes `chain` make stays (`fold_borders` is
+    False)."""
+    nodes = [self.view.node(n) for n in chain if n != 'mixed']
+    makers = [n for n in nodes if n.op != 'Pad']
+    node = makers[0] if makers else (nodes[-1] if nodes else None)
+    if node is None:
+      return 'a removed constant varies over the positions'
     name = node.call.name
     if node.op == 'Pad':
       return ('%s pads with zeros: a removed channel that is a nonzero '
               'constant varies near the borders after it' % name)
     if node.op == 'DepthwiseConv2dNative':
-      if not self.fold_borders:
-        return ('%s (depthwise) pads with zeros: a removed channel that is a '
-                'nonzero constant varies near the borders after it' % name)
-      return ('the border pattern of %s cannot be rebuilt by a conv on ones'
-              % name)
+      return ('%s (depthwise) pads with zeros: a removed channel that is a '
+              'nonzero constant varies near the borders after it' % name)
     if node.op == 'Conv2D':
       return ('%s pads with zeros: the constants it reads vary near the '
               'borders' % name)
     return ('%s (%s) makes a removed constant vary over the positions' %
             (name, node.op))
 
-  def _rebuildable(self, chain):
-    """Whether a conv on ones of the chain's geometry gives its maps: Pads,
-    then one depthwise conv (a `DepthwiseConv2D` or a `Conv2D` of groups
-    = channels), nothing else."""
+  def _border(self, node, chains):
+    """The chain (nodes) whose conv on ones gives the 1x1 `node` the maps
+    of `chains` (one chain for all of them: `ZeroPadding2D`s, then one
+    padded depthwise conv), or None."""
+    layer = node.call.layer
+    config = layer.get_config()
+    if node.op != 'Conv2D' or node.part != 'kernel' or \
+        type(layer).__name__ != 'Conv2D' or \
+        tuple(config['kernel_size']) != (1, 1) or \
+        tuple(config['strides']) != (1, 1) or \
+        activation_name(layer) != 'linear' or len(set(chains)) != 1:
+      return None
+    chain = chains[0]
+    if not chain or 'mixed' in chain:
+      return None
+    chain = [self.view.node(n) for n in chain]
     pads, last = chain[:-1], chain[-1]
     if last.op != 'DepthwiseConv2dNative' or last.part != 'depthwise' or \
         any(n.op != 'Pad' for n in pads):
-      return False
+      return None
     taps = self._taps(chain)
-    return taps is not None and borders.rebuildable(taps)
+    if taps is None or not borders.rebuildable(taps):
+      return None
+    return chain
 
   def _taps(self, chain):
+    """`borders.chain_taps` of a chain of `Pad`s and a depthwise conv."""
     shape = self.view.shape(chain[0].inputs[0])
     if shape is None or None in shape[1:3]:
       return None
-    return borders.chain_taps([n.call.layer for n in chain], shape)
+    last = chain[-1]
+    pads = [np.asarray(self.view.constant(n.inputs[1]))[1:3] for n in
+            chain[:-1]]
+    kernel = np.shape(self.view.constant(last.inputs[1]))[:2]
+    return borders.chain_taps(pads, kernel, last.attrs['strides'],
+                              last.attrs['dilations'],
+                              last.attrs.get('padding', 'VALID'), shape[1:3])
 
   # -------------------------------------------------------------- keep
 
   def _set_keep(self, reasons):
-    """`keep`, `ones` and `border` of the classes that `reasons` keep."""
+    """`keep` and `folds` of the classes that `reasons` keep."""
     self._keep_one(reasons)
     for t in self._tensors:
       self.keep[t] = np.array([reasons[int(r)] is not None
                                for r in self._roots[t]], bool)
-    self.ones, self.border = set(), {}
+    self.folds = {}
     for node in self.view.walk_order():
-      if node.op not in STARTS or not self.walk.carries(node.inputs[0]):
-        continue
-      if self._ones_channels(node).size:
-        self.ones.add(node.call.name)
-      removed = self._removed_maps(node)
-      if removed:
-        self._border_map(node, removed)
+      if node.op in STARTS and self.walk.carries(node.inputs[0]):
+        fold = self._fold(node)
+        if fold is not None:
+          self.folds[node.call.name] = fold
+    self.ones = set(n for n, f in self.folds.items() if f.kind == 'ones')
+    self.border = dict((n, (f.chain, f.kernel))
+                       for n, f in self.folds.items() if f.kind == 'border')
 
-  def _ones_channels(self, node):
-    """The removed input channels a padded conv reads as nonzero constants
-    (through a channel of ones)."""
+  def _removed(self, node):
+    """bool [in]: the removed input channels `node`'s kernel reads."""
     t = node.inputs[0]
-    if not (self.fold_borders and node.part == 'kernel' and node.op ==
-            'Conv2D' and not node.attrs.get('transposed') and
-            self._pads(node)):
-      return np.zeros(0, np.int64)
-    value = self.values.value(t)
-    constant = np.array([not is_map(value, c) and value[..., c].any()
-                         for c in range(value.shape[-1])], bool)
-    return np.flatnonzero(constant & self._used(node) & ~self.keep[t])
+    return ~self.keep[t] & self._used(node)
 
-  def _removed_maps(self, node):
+  def _contribution(self, node, channels):
+    """float64 [1, 1, O] or [H', W', O]: what the input channels
+    `channels` (bool [in]) give `node`'s output (its kernel only)."""
     t = node.inputs[0]
-    value = self.values.value(t)
-    return [c for c in range(value.shape[-1])
-            if not self.keep[t][c] and is_map(value, c)]
+    x = np.where(channels, self.values.value(t), 0.0)
+    kernel = np.asarray(self.view.constant(node.inputs[1]), np.float64)
+    if node.op == 'MatMul':
+      return x @ kernel
+    size = self.values._size(t)   # pylint: disable=protected-access
+    if not self._pads(node) and x.shape[:2] == (1, 1):
+      return x @ kernel.reshape(-1, kernel.shape[-2], kernel.shape[-1]).sum(
+          axis=0)
+    attrs = node.attrs
+    pads = conv_pads(size, kernel.shape[:2], attrs['strides'],
+                     attrs['dilations'], attrs.get('padding', 'VALID'))
+    return conv_map(full(x, size), kernel, pads, attrs['strides'],
+                    attrs['dilations'])
 
-  def _border_map(self, node, removed):
-    """The kernel of the conv on ones that gives the 1x1 `node` what the
-    removed maps `removed` of its input gave."""
+  def _fold(self, node):
+    """How `node`'s layer gets what its removed inputs gave (`Fold`)."""
+    removed = self._removed(node)
+    if not removed.any() or node.attrs.get('transposed'):
+      return None
     t = node.inputs[0]
     value = self.values.value(t)
-    kernel = np.asarray(self.view.constant(node.inputs[1]))[0, 0]  # [in, out]
-    m = sum(value[..., c][..., None] * kernel[c] for c in removed)
-    chain = [self.view.node(n)
-             for n in self.values.chains[t][removed[0]]]
-    layers = [n.call.layer for n in chain]
-    self.border[node.call.name] = (chain, borders.solve(
-        self._taps(chain), m, layers[-1].get_config()['kernel_size']))
+    maps = np.array([removed[c] and is_map(value, c)
+                     for c in range(removed.size)], bool)
+    constant = removed & ~maps
+    padded = self._pads(node)
+    nonzero = constant & value.reshape(-1, removed.size).any(axis=0)
+    if not maps.any() and (not padded or not nonzero.any()):
+      return Fold('bias', self._contribution(node, constant)[0, 0], None,
+                  None, None)
+    if not maps.any() and node.op == 'Conv2D' and node.part == 'kernel' and \
+        type(node.call.layer).__name__ in ('Conv2D', 'Conv1D'):
+      return Fold('ones', np.zeros(0), None, None, None)
+    chains = self.values.chains.get(t, {})
+    if not padded:
+      chain = self._border(node, [chains.get(c, ()) for c in
+                                  np.flatnonzero(maps)])
+      if chain is not None:
+        m = self._contribution(node, maps)
+        kernel = chain[-1].call.layer.get_config()['kernel_size']
+        return Fold('border', self._contribution(node, constant)[0, 0],
+                    None, chain, borders.solve(self._taps(chain), m, kernel))
+    return Fold('map', np.zeros(0), self._contribution(node, removed), None,
+                None)
 
   def _keep_one(self, reasons):
     for t in self._tensors:
@@ -343,27 +401,27 @@ class Plan(object):
   # -------------------------------------------------------------- costs
 
   def _give_up_costly(self, reasons):
-    """Keeps the removed channels that a conv would read through extra
-    layers (a ones channel, a border map) costing more FLOPs than its share
-    of what removing them saves (parameters where the size is not static),
-    as the graph shrink does, conv by conv. Returns whether it kept any."""
+    """Keeps the removed channels that a layer would read through extra
+    layers (a ones channel, a border map, a map) costing more FLOPs than
+    its share of what removing them saves (parameters where the size is
+    not static), as the graph shrink does, layer by layer. Returns whether
+    it kept any."""
     changed, readers = False, []
     for node in self.view.walk_order():
-      if node.op not in STARTS or node.call.name not in self.ones | set(
-          self.border):
+      fold = self.folds.get(node.call.name) if node.op in STARTS else None
+      if fold is None or fold.kind == 'bias':
         continue
       t = node.inputs[0]
-      if node.call.name in self.border:
-        removed = self._removed_maps(node)
-        source = self.border[node.call.name][0][0].inputs[0]
-      else:
-        removed = self._ones_channels(node)
-        source = t
-      roots = set(int(self._roots[t][c]) for c in removed)
-      readers.append((node, source, roots))
-    for node, source, roots in readers:
-      extra = self._helper_cost(node, source)
-      # Each conv that needs extra layers for these channels pays its own:
+      removed = self._removed(node)
+      if fold.kind == 'border':
+        value = self.values.value(t)
+        removed = removed & np.array([is_map(value, c) for c in
+                                      range(removed.size)], bool)
+      roots = set(int(self._roots[t][c]) for c in np.flatnonzero(removed))
+      readers.append((node, fold, roots))
+    for node, fold, roots in readers:
+      extra = self._helper_cost(node, fold)
+      # Each layer that needs extra layers for these channels pays its own:
       # it gets its share of what removing them saves, so that all of them
       # together cost no more than the saving.
       share = sum(1 for _, _, other in readers if other & roots)
@@ -372,15 +430,19 @@ class Plan(object):
         continue
       unit = 'FLOPs' if self._sized(node) else 'parameters'
       name = node.call.name
-      if name in self.border:
+      if fold.kind == 'border':
         why = ('%s pads with zeros: the border map that would give %s what '
                'the removed constants gave costs more %s (%d) than removing '
-               'them saves (%d)' % (self.border[name][0][-1].call.name, name,
-                                    unit, extra, saved))
-      else:
+               'them saves (%d)' % (fold.chain[-1].call.name, name, unit,
+                                    extra, saved))
+      elif fold.kind == 'ones':
         why = ('%s pads with zeros: the ones channel that would give it what '
                'the removed constants gave costs more %s (%d) than removing '
                'them saves (%d)' % (name, unit, extra, saved))
+      else:
+        why = ('the map that would give %s what the removed channels gave '
+               '(they vary over the positions) costs more %s (%d) than '
+               'removing them saves (%d)' % (name, unit, extra, saved))
       for root in roots:
         if reasons[root] is None:
           reasons[root] = why
@@ -394,19 +456,26 @@ class Plan(object):
   def _positions(self, tensor):
     return int(np.prod(self.view.shape(tensor)[1:-1]))
 
-  def _helper_cost(self, node, source):
+  def _helper_cost(self, node, fold):
     """FLOPs (parameters if not `_sized`) of the extra layers for `node`: a
-    1x1 conv of ones on `source`, then a ones channel of the conv or a
-    border conv of the depthwise conv's kernel size."""
+    1x1 conv of ones on a source tensor, then a ones channel of the conv,
+    a border conv of the depthwise conv's kernel size, or a transposed conv
+    of the map's size."""
     out = int(self.keep[node.output].sum())
-    if node.call.name in self.border:
-      kernel = self.border[node.call.name][0][-1].call.layer.get_config()[
-          'kernel_size']
+    source = self.view.keys[node.call.inputs[0]]
+    if fold.kind == 'border':
+      source = fold.chain[0].inputs[0]
+      taps = int(np.prod(fold.chain[-1].call.layer.get_config()[
+          'kernel_size']))
+    elif fold.kind == 'ones':
+      taps = int(np.prod(np.shape(self.view.constant(node.inputs[1]))[:-2]))
     else:
-      kernel = np.shape(self.view.constant(node.inputs[1]))[:2]
-    taps, channels = int(np.prod(kernel)), int(self.kept(source).sum())
+      taps = int(np.prod(fold.map.shape[:2]))
+    channels = int(self.kept(source).sum())
     if not self._sized(node):
       return channels + 1 + taps * out
+    if fold.kind == 'map':
+      return 2 * (channels * self._positions(source) + taps * out)
     return 2 * (channels * self._positions(source) +
                 taps * out * self._positions(node.output))
 
@@ -414,15 +483,16 @@ class Plan(object):
     """FLOPs (parameters if not `flops`) of the weights of every Dense /
     conv layer on the channels of the classes `roots`."""
     total = 0
+    roots = list(roots)
     for node in self.view.walk_order():
       depthwise = node.op == 'DepthwiseConv2dNative'
       if not (node.op in STARTS or depthwise) or \
           not self.walk.carries(node.output):
         continue
       t = node.inputs[0]
-      ins = int(np.isin(self._roots[t], list(roots)).sum()) if \
+      ins = int(np.isin(self._roots[t], roots).sum()) if \
           self.walk.carries(t) else 0
-      outs = int(np.isin(self._roots[node.output], list(roots)).sum())
+      outs = int(np.isin(self._roots[node.output], roots).sum())
       if not (ins or outs):
         continue
       kernel = np.shape(self.view.constant(node.inputs[1]))

@@ -46,7 +46,6 @@ from tf1prune.keras.shrink import borders
 from tf1prune.keras.shrink.layer_calls import (call_arguments, is_operation,
                                                node_inputs)
 from tf1prune.keras.shrink.plan import layer_weights
-from tf1prune.keras.shrink.removed_values import is_map
 
 __all__ = ['rebuild']
 
@@ -56,17 +55,26 @@ def _short(variable):
 
 
 def _removed_consts(p, key, keep):
-  """The constants of tensor `key`'s removed channels (0 for a map: a border
-  map carries it)."""
+  """The constants of tensor `key`'s removed channels (a 'ones' fold: they
+  are constants)."""
   value = p.values.value(key)
-  out = []
-  for c in np.flatnonzero(~keep):
-    out.append(0.0 if is_map(value, c) else float(value[0, 0, c]))
-  values = np.array(out, np.float64)
-  if np.isnan(values).any():
+  values = value[0, 0][~keep]
+  if value.shape[:2] != (1, 1) or np.isnan(values).any():
     raise ValueError('internal error: a removed channel of %r is not a '
                      'constant' % key)
   return values
+
+
+def _bias(call, p, config, w, keep_out, out, units):
+  """Sets the bias of a layer whose removed inputs' constants go into it
+  (`Fold.bias`)."""
+  fold = p.folds.get(call.name)
+  bias = w.get('bias', np.zeros(units))
+  if fold is not None and fold.bias.size:
+    bias = bias + fold.bias
+  if 'bias' in w or np.any(bias[keep_out] != 0):
+    config['use_bias'] = True
+    out['bias'] = bias[keep_out]
 
 
 def _dense_like(call, p, keys, config, w):
@@ -74,14 +82,9 @@ def _dense_like(call, p, keys, config, w):
   outputs (the removed inputs' constants in its bias)."""
   keep_in, keep_out = p.kept(keys[0]), p.kept(keys[-1])
   kernel = w['kernel']
-  folded = _removed_consts(p, keys[0], keep_in) @ (
-      kernel[..., ~keep_in, :].sum(axis=tuple(range(kernel.ndim - 2))))
-  bias = w.get('bias', np.zeros(kernel.shape[-1])) + folded
   out = {'kernel': kernel[..., keep_in, :][..., keep_out]}
   config['units' if 'units' in config else 'filters'] = int(keep_out.sum())
-  if 'bias' in w or np.any(bias[keep_out] != 0):
-    config['use_bias'] = True
-    out['bias'] = bias[keep_out]
+  _bias(call, p, config, w, keep_out, out, kernel.shape[-1])
   return config, out
 
 
@@ -151,24 +154,31 @@ def _border_map(keras, name, x, y, chain, kernel):
   return out, helpers
 
 
+def _added_map(keras, name, x, y, value):
+  """`y` plus the map `value` ([H, W, O], or [1, L, O] for rank 3): a
+  transposed conv of its size on a channel of ones pooled to one
+  position, made from `x`."""
+  rank3 = len(y.shape) == 3
+  size = value.shape[1:2] if rank3 else value.shape[:2]
+  layers = borders.map_layers(keras, name, size, value.shape[-1])
+  made, helpers = x, []
+  for layer in layers:
+    before, made = made, layer(made)
+    helpers.append((layer, tuple(made.shape), tuple(before.shape)))
+  kernel = value[0] if rank3 else value            # [(H,) W, O]
+  layers[-1].kernel.assign(kernel[..., None].astype(np.float32))
+  out = keras.layers.Add(name=name + '_shrink_add')([y, made])
+  return out, helpers
+
+
 def _separable(call, p, keys, config, w):
   keep_in, keep_out = p.kept(keys[0]), p.kept(keys[-1])
   dw, pw = w['depthwise_kernel'], w['pointwise_kernel']
-  multiplier = dw.shape[-1]
-  keep_mid = np.repeat(keep_in, multiplier)
-  taps = dw.reshape(-1, dw.shape[2], multiplier)
-  # The plan keeps the nonzero constants that a padded layer reads.
-  value = p.values.value(keys[0])[0, 0]
-  sums = np.where(np.isnan(value), 0.0, value)[:, None] * taps.sum(axis=0)
-  mid = sums.reshape(-1)[~keep_mid]
-  folded = mid @ pw.reshape(-1, pw.shape[-1])[~keep_mid]
-  bias = w.get('bias', np.zeros(pw.shape[-1])) + folded
+  keep_mid = np.repeat(keep_in, dw.shape[-1])
   out = {'depthwise_kernel': dw[:, :, keep_in, :],
          'pointwise_kernel': pw[:, :, keep_mid, :][..., keep_out]}
   config['filters'] = int(keep_out.sum())
-  if 'bias' in w or np.any(bias[keep_out] != 0):
-    config['use_bias'] = True
-    out['bias'] = bias[keep_out]
+  _bias(call, p, config, w, keep_out, out, pw.shape[-1])
   return config, out
 
 
@@ -300,13 +310,19 @@ def rebuild(model, p):
       new.set_weights(layer.get_weights())
     else:
       _assign(new, w)
-    if call.name in p.border:
-      chain, kernel = p.border[call.name]
-      start = view.node(chain[0].name).inputs[0]
+    fold = p.folds.get(call.name)
+    if fold is not None and fold.kind == 'border':
+      start = fold.chain[0].inputs[0]
       source = [i for i in view.keys if view.keys[i] == start][0]
       tensors[call.output], more = _border_map(
-          keras, layer.name, tensors[source], tensors[call.output], chain,
-          kernel[..., p.kept(key)])
+          keras, layer.name, tensors[source], tensors[call.output],
+          fold.chain, fold.kernel[..., p.kept(key)])
+      helpers.extend(more)
+    elif fold is not None and fold.kind == 'map':
+      first = node_inputs(call.node)[0]
+      tensors[call.output], more = _added_map(
+          keras, layer.name, local[id(first)], tensors[call.output],
+          fold.map[..., p.kept(key)])
       helpers.extend(more)
     pairs.append((layer, new, call, tuple(tensors[call.output].shape),
                   helpers))

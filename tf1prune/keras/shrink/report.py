@@ -71,15 +71,16 @@ def layer_row(old, new, call, in_shape, in_after, out_after, helpers=()):
     in_shape: the static shape of its (first) input before the shrink.
     in_after: the input channels after it.
     out_after: the new output's static shape.
-    helpers: (layer, output shape) of the layers the shrink added for this
-      one (a ones channel's 1x1 conv, a border map's conv); their parameters
-      and FLOPs count as this layer's.
+    helpers: (layer, output shape[, input shape]) of the layers the shrink
+      added for this one (a ones channel's 1x1 conv, a border map's conv, a
+      map's transposed conv); their parameters and FLOPs count as this
+      layer's.
   """
   params_before = _params([old])
-  params_after = _params([new] + [h for h, _ in helpers])
+  params_after = _params([new] + [h[0] for h in helpers])
   flops_before = _flops(old, call.shape, in_shape)
   flops_after = [_flops(new, out_after, in_shape)] + [
-      _flops(h, shape) for h, shape in helpers]
+      _flops(*h) for h in helpers]
   flops_after = None if None in flops_after else sum(flops_after)
   if not (params_before or flops_before):
     return None
