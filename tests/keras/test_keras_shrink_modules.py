@@ -20,7 +20,7 @@ _MODULES = sorted(name for _, name, _ in pkgutil.iter_modules(
 def test_every_module_is_listed():
   assert _MODULES == [
       'tf1prune.keras.shrink.%s' % m for m in (
-          'borders', 'channel_walk', 'groups', 'layer_calls',
+          'borders', 'channel_walk', 'check', 'groups', 'layer_calls',
           'layer_view', 'model', 'plan', 'rebuild', 'removed_values',
           'report')]
 

@@ -97,13 +97,35 @@ class KerasShrinkReport(ShrinkReport):
 
   Args:
     layers: list of `LayerShrink`, in the model's order.
-    stops: list of `_shrink_plan.Stop` (layer, channels, reason).
+    stops: list of `plan.Stop` (layer, channels, reason).
     output_nodes: the names of the layers that give the model's outputs.
+
+  Attributes:
+    check: the `tf1prune.export.same_outputs.OutputDifference` of each
+      output (empty when `shrink_model` ran with `check=False`).
   """
 
   def __init__(self, layers, stops, output_nodes):
     super(KerasShrinkReport, self).__init__(layers, [], output_nodes)
     self.stops = list(stops)
+    self.check = []
+
+  @property
+  def max_difference(self):
+    """The largest |shrunk - model| of any output on the check's inputs
+    (None if not checked)."""
+    if not self.check:
+      return None
+    return max(row.difference for row in self.check)
+
+  def to_dict(self):
+    """The graph report's dict, with `check`: per output its name, largest
+    difference, max |y| and tolerance."""
+    out = super(KerasShrinkReport, self).to_dict()
+    out['check'] = [dict(name=r.name, difference=r.difference,
+                         largest=r.largest, tolerance=r.tolerance)
+                    for r in self.check]
+    return out
 
   def format_table(self):
     """The report as a text table, then one line per stop."""
