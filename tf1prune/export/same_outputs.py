@@ -47,8 +47,10 @@ class OutputDifference(collections.namedtuple('OutputDifference', [
 
 
 def tolerance(largest, scale=None):
-  """`RTOL x largest + ULPS x EPS32 x scale` (scale: `largest` if None)."""
-  scale = largest if scale is None else max(float(scale), float(largest))
+  """`RTOL x largest + ULPS x EPS32 x scale` (scale: `largest` if None or
+  not finite)."""
+  scale = largest if scale is None or not np.isfinite(scale) else max(
+      float(scale), float(largest))
   return RTOL * float(largest) + ULPS * EPS32 * scale
 
 

@@ -31,7 +31,7 @@ from tf1prune.export import resources
 from tf1prune.export import LayerStats, StripReport
 from tf1prune.keras import _pin, _version
 from tf1prune.keras._strip import plain_copy
-from tf1prune.keras.shrink.model import shrink_plain
+from tf1prune.keras.shrink.model import input_names, shrink_plain
 
 __all__ = ['export_frozen_pb', 'export_saved_model', 'strip_model',
            'strip_report']
@@ -54,7 +54,7 @@ def strip_model(model, shrink=False):
   """
   plain = plain_copy(model)
   if shrink:
-    return shrink_plain(plain)[0]
+    return shrink_plain(plain, names=input_names(model))[0]
   return plain
 
 

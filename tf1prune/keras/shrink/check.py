@@ -98,7 +98,8 @@ def _scale(model, tensor, inputs):
   from tf1prune.keras import _version
   keras = _version.keras_of(model)
   try:
-    reads = keras.Model(model.inputs, layer.input)(inputs, training=False)
+    inputs_ = model.inputs if len(model.inputs) > 1 else model.inputs[0]
+    reads = keras.Model(inputs_, layer.input)(inputs, training=False)
   except (ValueError, TypeError, KeyError, AttributeError):
     return None                    # e.g. a layer of a nested model
   config = dict(config, activation='linear', name=layer.name + '_check')
@@ -108,10 +109,12 @@ def _scale(model, tensor, inputs):
   return float(np.max(np.asarray(absolute(tf.abs(reads)))))
 
 
-def check_outputs(model, small, unknown_dims=16):
+def check_outputs(model, small, unknown_dims=16, inputs=None):
   """`tf1prune.export.same_outputs.OutputDifference` of each output of
-  `model` and `small` on `check_inputs(model, unknown_dims)`."""
-  inputs = check_inputs(model, unknown_dims)
+  `model` and `small` on `inputs` (a list of arrays, one per input; default
+  `check_inputs(model, unknown_dims)`)."""
+  if inputs is None:
+    inputs = check_inputs(model, unknown_dims)
   feed = inputs if len(inputs) > 1 else inputs[0]
   expected = tf.nest.flatten(model(feed, training=False))
   got = tf.nest.flatten(small(feed, training=False))

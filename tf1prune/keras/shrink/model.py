@@ -38,10 +38,18 @@ from tf1prune.keras.shrink.report import KerasShrinkReport, layer_row
 __all__ = ['shrink_model', 'shrink_plain']
 
 
-def shrink_plain(model, fold_borders=True, check=True, check_dims=16):
-  """`shrink_model` of a model that carries no pins (already stripped)."""
+def input_names(model):
+  """The names of the input layers of `model`."""
+  return [t._keras_history[0].name for t in model.inputs]  # pylint: disable=protected-access
+
+
+def shrink_plain(model, fold_borders=True, check=True, check_dims=16,
+                 names=None):
+  """`shrink_model` of a model that carries no pins (already stripped);
+  `names`: the input layers' names (default: `model`'s; Keras 3's
+  `clone_model` names a copy's inputs after their tensors)."""
   p = plan(model, fold_borders)
-  small, pairs = rebuild(model, p)
+  small, pairs = rebuild(model, p, names)
   calls = dict((c.output, c) for c in p.view.trace.calls)
   rows = []
   for old, new, call, new_out, helpers in pairs:
@@ -95,4 +103,5 @@ def shrink_model(model, fold_borders=True, check=True, check_dims=16):
                     % (fold_borders,))
   if not isinstance(check, bool):
     raise TypeError('check must be True or False, got %r' % (check,))
-  return shrink_plain(plain_copy(model), fold_borders, check, check_dims)
+  return shrink_plain(plain_copy(model), fold_borders, check, check_dims,
+                      input_names(model))

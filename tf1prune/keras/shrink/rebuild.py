@@ -57,12 +57,12 @@ def _short(variable):
 def _removed_consts(p, key, keep):
   """The constants of tensor `key`'s removed channels (a 'ones' fold: they
   are constants)."""
-  value = p.values.value(key)
-  values = value[0, 0][~keep]
-  if value.shape[:2] != (1, 1) or np.isnan(values).any():
+  value = p.values.value(key)[..., ~keep]
+  values = value.reshape(-1, value.shape[-1])
+  if np.isnan(values).any() or (values != values[0]).any():
     raise ValueError('internal error: a removed channel of %r is not a '
                      'constant' % key)
-  return values
+  return values[0]
 
 
 def _bias(call, p, config, w, keep_out, out, units):
@@ -263,17 +263,21 @@ def _rebuild_layer(call, p, keys, config, w):
   return _per_channel(call, p, keys, config, w)
 
 
-def rebuild(model, p):
+def rebuild(model, p, names=None):
   """Returns (smaller model, [(old layer, new layer, call, new shape,
   [helper layers the shrink added for it])]).
 
   Args:
     model: the plain (stripped) Sequential or functional Keras model.
     p: its `tf1prune.keras.shrink.plan.Plan`.
+    names: the names of the new model's input layers, in `model.inputs`'
+      order (default: those of `model`).
   """
   from tf1prune.keras import _version
   keras = _version.keras_of(model)
   view, tensors, pairs = p.view, {}, []
+  renamed = dict(zip([view.trace.resolve(t) for t in model.inputs],
+                     names or []))
   for call in view.trace.calls:
     layer = call.layer
     key = view.keys[call.output]
@@ -285,7 +289,8 @@ def rebuild(model, p):
       config = layer.get_config()
       tensors[call.output] = keras.Input(
           shape=call.shape[1:], batch_size=call.shape[0],
-          dtype=config.get('dtype'), name=layer.name)
+          dtype=config.get('dtype'),
+          name=renamed.get(call.output, layer.name))
       continue
     if is_operation(layer):       # a Keras op: numbers and tensors
       args, kwargs = call_arguments(call.node, local)
