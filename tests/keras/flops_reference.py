@@ -22,11 +22,12 @@ WEIGHT_LAYERS = ('Dense', 'Conv1D', 'Conv2D', 'DepthwiseConv2D',
                  'SeparableConv2D', 'Conv2DTranspose', 'Conv1DTranspose')
 
 
-def _layers(model):
+def layers_of(model):
+  """Every layer of `model`, nested models' layers in their place."""
   out = []
   for layer in model.layers:
     if getattr(layer, 'layers', None):
-      out.extend(_layers(layer))
+      out.extend(layers_of(layer))
     else:
       out.append(layer)
   return out
@@ -132,7 +133,7 @@ def _layer_flops(layer, inp, out, alive):
 
 def flops(model, x):
   """2 x multiply-adds per example of every Dense and conv layer."""
-  layers = _layers(model)
+  layers = layers_of(model)
   seen = _record(model, x, layers)
   return int(sum(_layer_flops(l, seen[l.name][0], seen[l.name][1], False)
                  for l in layers if l.name in seen))
@@ -141,7 +142,7 @@ def flops(model, x):
 def ideal_flops(model, x):
   """`flops` of the channels that survive the masks (module docstring);
   `x` must be positive after the model's own preprocessing layers."""
-  layers = _layers(model)
+  layers = layers_of(model)
   saved = _connectivity_weights(layers)
   try:
     seen = _record(model, x, layers)

@@ -74,7 +74,7 @@ def _custom_objects(model):
   LayerScale, InceptionResNetV2's CustomScaleLayer): the model needs them
   to load as much as the shrunk one."""
   out = {}
-  for layer in flops_reference._layers(model):  # pylint: disable=protected-access
+  for layer in flops_reference.layers_of(model):
     if '.applications.' in type(layer).__module__:
       out[type(layer).__name__] = type(layer)
   return out

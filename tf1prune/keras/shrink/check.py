@@ -76,24 +76,32 @@ def check_inputs(model, unknown_dims=16, batch=2, seed=0):
   return arrays
 
 
+def _producer(tensor):
+  return tensor._keras_history[0]  # pylint: disable=protected-access
+
+
+def _calls(layer):
+  return len(layer._inbound_nodes)  # pylint: disable=protected-access
+
+
 def _names(model):
   names = getattr(model, 'output_names', None)
   if names and len(names) == len(model.outputs):
     return list(names)
-  return [t._keras_history[0].name for t in model.outputs]  # pylint: disable=protected-access
+  return [_producer(t).name for t in model.outputs]
 
 
 def _scale(model, tensor, inputs):
   """The largest `sum |a x w| + |b|` of the Dense or conv layer that gives
   `tensor` (through activations), or None."""
-  layer = tensor._keras_history[0]  # pylint: disable=protected-access
-  while type(layer).__name__ in _PASS and len(layer._inbound_nodes) == 1:  # pylint: disable=protected-access
+  layer = _producer(tensor)
+  while type(layer).__name__ in _PASS and _calls(layer) == 1:
     tensor = layer.input
-    layer = tensor._keras_history[0]  # pylint: disable=protected-access
+    layer = _producer(tensor)
   name = type(layer).__name__
   config = layer.get_config()
   if name not in ('Dense', 'Conv1D', 'Conv2D') or config.get(
-      'groups', 1) != 1 or len(layer._inbound_nodes) != 1:  # pylint: disable=protected-access
+      'groups', 1) != 1 or _calls(layer) != 1:
     return None
   from tf1prune.keras import _version
   keras = _version.keras_of(model)

@@ -40,7 +40,8 @@ __all__ = ['shrink_model', 'shrink_plain']
 
 def input_names(model):
   """The names of the input layers of `model`."""
-  return [t._keras_history[0].name for t in model.inputs]  # pylint: disable=protected-access
+  history = [t._keras_history for t in model.inputs]  # pylint: disable=W0212
+  return [h[0].name for h in history]
 
 
 def shrink_plain(model, fold_borders=True, check=True, check_dims=16,
