@@ -567,7 +567,7 @@ def test_keras_layer_view_reads_the_one_channel_table():
   from tf1prune.channels import RULES
   from tf1prune.keras.shrink.layer_calls import (ACTIVATION_OPS, KERAS_OPS,
                                                  OP_TYPES)
-  from tf1prune.keras.shrink.layer_view import ACTIVATIONS
+  from tf1prune.keras.shrink.layer_ops import ACTIVATIONS
   for name, op in list(OP_TYPES.items()) + list(ACTIVATION_OPS.items()):
     assert op in RULES, (name, op)
     assert (RULES[op].kind == 'stop') == (name in ('softmax', 'log_softmax',

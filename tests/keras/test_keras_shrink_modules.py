@@ -21,8 +21,8 @@ def test_every_module_is_listed():
   assert _MODULES == [
       'tf1prune.keras.shrink.%s' % m for m in (
           'borders', 'channel_walk', 'check', 'groups', 'layer_calls',
-          'layer_view', 'model', 'plan', 'rebuild', 'removed_values',
-          'report')]
+          'layer_ops', 'layer_view', 'model', 'plan', 'rebuild',
+          'removed_values', 'report')]
 
 
 @pytest.mark.parametrize('name', _MODULES)
