@@ -90,8 +90,11 @@ OLD_TO_NEW = {
     'tf1prune.keras._shrink_build': 'tf1prune.keras.shrink.rebuild',
     'tf1prune.keras._shrink_plan': 'tf1prune.keras.shrink.plan',
     'tf1prune.keras._shrink_report': 'tf1prune.keras.shrink.report',
-    'tf1prune.keras._shrink_values': 'tf1prune.keras.shrink.values',
-    'tf1prune.keras._shrink_view': 'tf1prune.keras.shrink.layers',
+    'tf1prune.keras._shrink_values': 'tf1prune.keras.shrink.removed_values',
+    'tf1prune.keras._shrink_view': 'tf1prune.keras.shrink.layer_calls',
+    # The Keras shrink's modules before it became a view of tf1prune.channels.
+    'tf1prune.keras.shrink.layers': 'tf1prune.keras.shrink.layer_calls',
+    'tf1prune.keras.shrink.values': 'tf1prune.keras.shrink.removed_values',
 }
 
 # module -> {name that moved out of it: the module that holds it}.

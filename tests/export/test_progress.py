@@ -74,11 +74,12 @@ def test_shrink_reports_the_layers_of_each_round(train_dir, tmp_path):
   assert [l.outputs_after for l in report.layers] == [4, 4, 3]
   stages = sorted(set(s for s, _, _ in progress.calls))
   # Batch norms folded first; round 1 removes conv1's channels, round 2
-  # finds nothing more.
-  assert stages == ['preparing the graph', 'shrinking layers (round 1)',
-                    'shrinking layers (round 2)']
+  # finds nothing more; then the shrunk graph is checked.
+  assert stages == ['checking the shrunk graph', 'preparing the graph',
+                    'shrinking layers (round 1)', 'shrinking layers (round 2)']
   assert progress.stage('preparing the graph') == _counts(1)
-  for stage in stages[1:]:
+  assert progress.stage('checking the shrunk graph') == _counts(1)
+  for stage in stages[2:]:
     assert progress.stage(stage) == _counts(len(report.layers))
 
 

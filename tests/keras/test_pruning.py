@@ -18,10 +18,13 @@ import tf1prune.keras as tk  # noqa: E402
 K = keras_module()
 
 
-def _dense(values, units=None):
+def _dense(values, units=None, read=False):
+  """A Dense layer of kernel `values`; `read`: another layer reads it, so
+  its units are not the model's outputs (which filter pruning keeps)."""
   values = np.asarray(values, np.float32)
-  model = K.Sequential([K.Input((values.shape[0],)),
-                        K.layers.Dense(values.shape[1], use_bias=False)])
+  layers = [K.Input((values.shape[0],)),
+            K.layers.Dense(values.shape[1], use_bias=False)]
+  model = K.Sequential(layers + [K.layers.Dense(1)] * read)
   model.layers[0].kernel.assign(values)
   return model
 
@@ -70,8 +73,8 @@ def test_masks_equal_the_graph_api_masks(hparams):
   rng = np.random.RandomState(3)
   values = rng.normal(size=(8, 6)).astype(np.float32)
   values[2, 3] = values[5, 1]      # a tie
-  model = _dense(values)
-  pruner = tk.Pruner(model, hparams)
+  model = _dense(values, read=True)
+  pruner = tk.Pruner(model, hparams, weights=[(model.layers[0], 'kernel')])
   pruner.update(sparsity=0.6)
   expected = _graph_mask(values, hparams, 0.6)
   np.testing.assert_array_equal(pruner.masks()[pruner.weight_names[0]],
@@ -82,10 +85,12 @@ def test_masks_equal_the_graph_api_masks(hparams):
 
 def test_conv_filter_granularity_equals_the_graph_api():
   rng = np.random.RandomState(4)
-  model = K.Sequential([K.Input((6, 6, 3)), K.layers.Conv2D(8, 3)])
+  model = K.Sequential([K.Input((6, 6, 3)), K.layers.Conv2D(8, 3),
+                        K.layers.Flatten(), K.layers.Dense(1)])
   values = rng.normal(size=(3, 3, 3, 8)).astype(np.float32)
   model.layers[0].kernel.assign(values)
-  pruner = tk.Pruner(model, 'granularity_map=[kernel:filter]')
+  pruner = tk.Pruner(model, 'granularity_map=[kernel:filter]',
+                     weights=[(model.layers[0], 'kernel')])
   pruner.update(sparsity=0.5)
   expected = _graph_mask(values, 'granularity_map=[kernel:filter]', 0.5)
   np.testing.assert_array_equal(pruner.masks()[pruner.weight_names[0]],

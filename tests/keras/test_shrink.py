@@ -288,8 +288,11 @@ def test_mobilenet_v2_shrinks_through_depthwise_and_residuals():
 
 
 def _trained_mobilenet_v2():
+  # Batch norms for which the map of every removed channel still varies
+  # after the depthwise conv's batch norm and ReLU6 (some clip a map to a
+  # constant, which goes without a border map).
   model = _zeroed(_mobilenet_v2(), _MOBILENET_ZEROED)
-  _random_batch_norms(model, 5)
+  _random_batch_norms(model, 31)
   consts = {}
   for name in ('b1_expand', 'b2_expand', 'b3_expand'):
     gamma, shift, mean, var = model.get_layer(name + '_bn').get_weights()
@@ -299,20 +302,41 @@ def _trained_mobilenet_v2():
   return model, consts
 
 
+def _varies_after_dw(model, block, const, size):
+  """Whether the removed expand channels of `block` (constants `const`) vary
+  over the positions after its SAME 3x3 depthwise conv, batch norm and
+  ReLU6 (NumPy: each position sums the taps inside the image)."""
+  kernel = model.get_layer(block + '_dw').get_weights()[0][
+      :, :, _MOBILENET_ZEROED[block + '_expand'], 0]           # [3, 3, n]
+  inside = np.pad(np.ones((size, size)), 1)
+  taps = sum(inside[i:i + size, j:j + size, None] * kernel[i, j]
+             for i in range(3) for j in range(3))          # [size, size, n]
+  gamma, beta, mean, var = model.get_layer(block + '_dw_bn').get_weights()
+  bn = model.get_layer(block + '_dw_bn')
+  zeroed = _MOBILENET_ZEROED[block + '_expand']
+  y = (const * taps - mean[zeroed]) / np.sqrt(var[zeroed] + bn.epsilon) * \
+      gamma[zeroed] + beta[zeroed]
+  y = np.clip(y, 0, 6).reshape(-1, len(zeroed))
+  return (y != y[0]).any(axis=0)
+
+
 def test_mobilenet_v2_padded_depthwise_keeps_nonzero_constants_if_asked():
   model, _ = _trained_mobilenet_v2()
   small, report = tk.shrink_model(model, fold_borders=False)
   _same_outputs(model, small, (8, 8, 3))
   by_layer = {s.layer: s for s in report.stops}
   # relu6 of the expand layers' batch norm shift is a nonzero constant where
-  # the shift is positive; the padded depthwise conv makes it vary.
-  for name in ('b1_expand', 'b3_expand'):
+  # the shift is positive; the padded depthwise conv makes it vary, unless
+  # its batch norm and ReLU6 clip the map to a constant.
+  for name, size in (('b1_expand', 8), ('b3_expand', 4)):
     beta = model.get_layer(name + '_bn').get_weights()
     gamma, shift, mean, var = beta
     eps = model.get_layer(name + '_bn').epsilon
     const = np.clip(shift - gamma * mean / np.sqrt(var + eps), 0, 6)
     zeroed = _MOBILENET_ZEROED[name]
-    nonzero = int(np.count_nonzero(const[zeroed] > 0))
+    varies = _varies_after_dw(model, name.split('_')[0], const[zeroed], size)
+    nonzero = int(np.count_nonzero((const[zeroed] > 0) & varies))
+    assert 0 < nonzero < len(zeroed)
     assert by_layer[name].channels == nonzero
     assert by_layer[name].reason.startswith(
         name.split('_')[0] + '_dw (depthwise) pads with zeros')
@@ -541,14 +565,18 @@ def test_keras_layer_view_reads_the_one_channel_table():
   """Every Keras layer class and activation the shrink passes stands for a
   row of tf1prune.channels' table; softmax stops there with its reason."""
   from tf1prune.channels import RULES
-  from tf1prune.keras.shrink.layers import ACTIVATION_OPS, KERAS_OPS, OP_TYPES
+  from tf1prune.keras.shrink.layer_calls import (ACTIVATION_OPS, KERAS_OPS,
+                                                 OP_TYPES)
+  from tf1prune.keras.shrink.layer_ops import ACTIVATIONS
   for name, op in list(OP_TYPES.items()) + list(ACTIVATION_OPS.items()):
-    if name == 'InputLayer':
-      continue
     assert op in RULES, (name, op)
-    assert (RULES[op].kind == 'stop') == (name in ('softmax', 'log_softmax'))
+    assert (RULES[op].kind == 'stop') == (name in ('softmax', 'log_softmax',
+                                                   'Softmax'))
   for name, op in KERAS_OPS.items():     # Keras 3 ops: element-wise rows
-    assert RULES[op].kind == 'elementwise', (name, op)
+    steps = ACTIVATIONS.get(op, [[(op,)]]) if op != 'clip' else [
+        [('Minimum',), ('Maximum',)]]
+    for step in steps[0]:
+      assert RULES[step[0]].kind == 'elementwise', (name, op)
   x = K.Input((4,), name='x')
   h = L.Dense(6, name='h')(x)
   y = L.Dense(3, name='y')(L.Activation('softmax', name='sm')(h))
@@ -586,7 +614,7 @@ def test_keras_applications_mobilenet_v2_with_half_its_expand_filters():
   K.utils.set_random_seed(0)
   model = K.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35,
                                      weights=None, classes=4)
-  _random_batch_norms(model, 9)
+  _random_batch_norms(model, 10)
   expands = _expand_convs(model)
   for layer in expands:
     _zero_filters(layer, range(0, layer.filters, 2))
@@ -747,8 +775,9 @@ def test_a_lora_layer_keeps_its_channels_and_its_lora_weights():
   a.enable_lora(2)
   a.lora_kernel_b.assign(np.random.RandomState(3).randn(2, 8))
   _zero_filters(a, [1, 4])
-  from tf1prune.keras.shrink.layers import trace
-  assert [c.reason for c in trace(model) if c.layer is a] == [
+  from tf1prune.keras.shrink.layer_view import LayerView
+  view = LayerView(model)
+  assert [view.why(n) for n in view.walk_order() if n.call.layer is a] == [
       'LoRA is enabled on it (its kernel is the kernel plus lora_kernel_a @ '
       'lora_kernel_b)']
   small, report = tk.shrink_model(model)
@@ -790,14 +819,6 @@ def test_dict_outputs_stay_a_dict():
 def _other_conv_cases():
   """(name, layer, input shape, empty filters, FLOPs of the layer)."""
   cases = [
-      ('conv1d', L.Conv1D(8, 3, padding='same', name='conv1d'), (16, 4),
-       'a Conv1D is not shrunk (of the convolutions only Conv2D, '
-       'DepthwiseConv2D and SeparableConv2D are)', 2 * 16 * 3 * 4 * 8),
-      # Each input position times the whole kernel (not the 16x16 output).
-      ('deconv', L.Conv2DTranspose(8, 3, strides=2, padding='same',
-                                   name='deconv'), (8, 8, 4),
-       'a Conv2DTranspose is not shrunk (of the convolutions only Conv2D, '
-       'DepthwiseConv2D and SeparableConv2D are)', 2 * 8 * 8 * 3 * 3 * 4 * 8),
       ('grouped', L.Conv2D(8, 3, groups=2, name='grouped'), (6, 6, 4),
        'a grouped Conv2D (groups=2) is not shrunk', 2 * 4 * 4 * 3 * 3 * 2 * 8)]
   if _KERAS3:     # Keras 2's Conv2D on a CPU runs channels_last only
@@ -808,21 +829,27 @@ def _other_conv_cases():
   return cases
 
 
+def _flat_model(conv, shape, name, empty=(1, 4, 6)):
+  """x -> `conv` (its filters `empty` zeroed) -> Flatten -> Dense fc."""
+  K.utils.set_random_seed(0)
+  x = K.Input(shape)
+  h = L.Flatten()(conv(x))
+  model = K.Model(x, L.Dense(2, name='fc')(h))
+  axis = -2 if name == 'deconv' else -1
+  kernel = conv.kernel.numpy()
+  index = [slice(None)] * kernel.ndim
+  index[axis] = list(empty)
+  kernel[tuple(index)] = 0.0
+  conv.kernel.assign(kernel)
+  return model, h
+
+
 def test_other_convolutions_are_stops_with_their_flops_counted():
-  """Conv1D, Conv2DTranspose, a grouped and a channels_first Conv2D: their
-  empty filters stay, a stop names them and why; their FLOPs are 2 x
-  kernel size x output positions (input positions for a transposed conv)."""
+  """A grouped and a channels_first Conv2D: their empty filters stay, a
+  stop names them and why; their FLOPs are 2 x kernel size x output
+  positions."""
   for name, conv, shape, reason, flops in _other_conv_cases():
-    K.utils.set_random_seed(0)
-    x = K.Input(shape)
-    h = L.Flatten()(conv(x))
-    model = K.Model(x, L.Dense(2, name='fc')(h))
-    axis = -2 if name == 'deconv' else -1
-    kernel = conv.kernel.numpy()
-    index = [slice(None)] * kernel.ndim
-    index[axis] = [1, 4, 6]
-    kernel[tuple(index)] = 0.0
-    conv.kernel.assign(kernel)
+    model, h = _flat_model(conv, shape, name)
     small, report = tk.shrink_model(model)
     _same_outputs(model, small, shape)
     assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
@@ -833,6 +860,29 @@ def test_other_convolutions_are_stops_with_their_flops_counted():
     assert row.flops_before == row.flops_after == flops, name
     fc = int(np.prod(h.shape[1:])) * 2 * 2
     assert report.flops_before == report.flops_after == flops + fc
+
+
+def test_conv1d_and_conv2d_transpose_lose_their_empty_filters():
+  """Their empty filters (a transposed conv's kernel is [kh, kw, out, in])
+  go with the Dense rows that read them; FLOPs are 2 x kernel size x output
+  positions, a transposed conv's x input positions."""
+  cases = [
+      ('conv1d', L.Conv1D(8, 3, padding='same', name='conv1d'), (16, 4),
+       lambda out: 2 * 16 * 3 * 4 * out, 16),
+      ('deconv', L.Conv2DTranspose(8, 3, strides=2, padding='same',
+                                   name='deconv'), (8, 8, 4),
+       lambda out: 2 * 8 * 8 * 3 * 3 * 4 * out, 16 * 16)]
+  for name, conv, shape, flops, positions in cases:
+    model, _ = _flat_model(conv, shape, name)
+    small, report = tk.shrink_model(model)
+    _same_outputs(model, small, shape)
+    assert report.stops == [], name
+    row = report.layers[0]
+    assert (row.name, row.outputs_before, row.outputs_after) == (name, 8, 5)
+    assert (row.flops_before, row.flops_after) == (flops(8), flops(5))
+    assert report.flops_after == flops(5) + 2 * positions * 5 * 2
+    assert small.get_layer('fc').kernel.shape[0] == positions * 5
+    assert report.params_after == small.count_params()
 
 
 def test_a_removed_constant_whose_ones_channel_costs_more_stays():
@@ -873,6 +923,11 @@ def test_a_removed_constant_whose_border_map_costs_more_stays():
   bn = model.get_layer('bn0')
   gamma, beta, mean, var = bn.get_weights()
   bn.set_weights([gamma, beta + 0.5, mean, var])
+  # bn1's shift keeps the depthwise conv's map above 0, so ReLU6 keeps it
+  # a map (clipped to 0 everywhere it would be a constant, which goes).
+  bn = model.get_layer('bn1')
+  gamma, beta, mean, var = bn.get_weights()
+  bn.set_weights([gamma, beta + 1.0, mean, var])
   _zero_filters(model.get_layer('expand'), [0])
   small, report = tk.shrink_model(model)
   _same_outputs(model, small, (32, 32, 16))

@@ -22,7 +22,10 @@ answered here, once:
   (the training walk; it marks blocked channels and the model's outputs:
   those that reach a softmax or argmax, or that nothing reads);
 - `graph_view`: `GraphView`, the training `tf.Graph`; the frozen GraphDef's
-  view is the shrink's `FrozenGraph` (`tf1prune.export.shrink.frozen_graph`).
+  view is the shrink's `FrozenGraph` (`tf1prune.export.shrink.frozen_graph`);
+- `groups`: `GroupWalk`, the members of the channel groups (the weights
+  whose filters go together) over any view: the training graph's
+  (`find_channel_groups`) and the Keras `Pruner`'s.
 
 There is one propagation: the training walk is `Forward` as it is; the
 shrink's regions come from `RegionWalk` (`tf1prune.export.shrink.regions`),

@@ -15,7 +15,9 @@
 carry channels (`inputs`: those `carries(tensor)` says carry them, and whose
 last axis lines up with the output's), which are per-channel parameters
 (`params`: a scalar, `[C]`, `[1, .., 1, C]` or a `[1, H, W, C]` map), which
-are other tensors (`loose`), and what the op needs (`extra`: the concat
+are other tensors (`loose`: a tensor that carries one channel and is
+broadcast over all of them, spatial attention's map, is one), and what the
+op needs (`extra`: the concat
 widths, the depthwise multiplier, the rows of a flatten, the pads, ...).
 Otherwise it returns `(None, why)`: the channels end there, and why.
 """
@@ -53,6 +55,9 @@ def _elementwise(view, node, rule, channels, carries):
   for index, tensor in enumerate(view.inputs(node)):
     shape = view.shape(tensor)
     if carries(tensor):
+      if shape and shape[-1] == 1 and channels > 1:
+        loose.append(index)   # a map broadcast over the channels
+        continue
       if shape is None or not shape or shape[-1] != channels:
         return None, 'its inputs do not line up channel by channel'
       inputs.append(index)
@@ -133,15 +138,19 @@ def _reshape(view, node, rule, channels):
   if not source or source[-1] is None or not out:
     return None, 'the shapes around this %s are unknown' % view.op_type(node)
   width = source[-1]
-  if out[-1] == width and all(d == 1 for d in source[1:-1] + out[1:-1]):
+  if out[-1] == width and min(len(source), len(out)) >= 2:
+    # The last axis stays the last: the channels, one position (or row)
+    # after the other ([N, C] <-> [N, 1, 1, C], [N, H, W, C] <->
+    # [N * H * W, C]).
     return ChannelOp('reshape', node, [0], [], [], 1, rule), None
   if view.op_type(node) == 'Reshape' and len(source) >= 3 and \
       len(out) == 2 and channels % width == 0:
     return ChannelOp('reshape', node, [0], [], [], channels // width,
                      rule), None
   return None, ('the %s to %s does not keep whole channels (only NHWC to '
-                'rows [N, K], or [N, C] <-> [N, 1, 1, C])' % (
-                    view.op_type(node), out))
+                'rows [N, K], or a reshape that keeps the last axis: '
+                '[N, C] <-> [N, 1, 1, C], [N, H, W, C] <-> [N * H * W, C])'
+                % (view.op_type(node), out))
 
 
 def _depthwise(view, node, rule):

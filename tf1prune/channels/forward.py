@@ -28,7 +28,9 @@ except:
 A channel is read where an op takes a tensor that carries it and does not
 carry it on (the next layer, a loss, a reduction over the channels, any op
 the table does not pass); ops that carry it on (an activation, an identity,
-an add) pass the question to their output. A channel that no op reads (every
+an add) pass the question to their output; a one-channel map that such an
+op broadcasts over the channels (spatial attention) is read there. A
+channel that no op reads (every
 tensor that carries it is read by nothing, or only by ops of `NOT_READING`:
 summaries, `tf.print`, shape reads) is the graph's final output, the
 inference graph's logits: `outputs[id]` says 'nothing reads them (<the last
@@ -71,7 +73,9 @@ class Forward(object):
     self.blocked = {}
     self.outputs = {}
     self._spread = spread
-    self._passed = set()   # nodes whose output carries their inputs' ids
+    # nodes whose output carries their inputs' ids -> the inputs they read
+    # without carrying them on (a map broadcast over the channels)
+    self._passed = {}
 
   def seed(self, tensor, channels):
     """Gives `tensor` `channels` new ids; returns them (a list)."""
@@ -122,9 +126,10 @@ class Forward(object):
     """Marks as outputs the channels that no op reads (module docstring)."""
     view, read, ends = self.view, set(), []
     for node in self.view.walk_order():
-      if view.name(node) not in self._passed and self._reads(node):
-        for tensor in view.inputs(node):
-          if self.carries(tensor):
+      passed = self._passed.get(view.name(node))
+      if passed is not None or self._reads(node):
+        for index, tensor in enumerate(view.inputs(node)):
+          if self.carries(tensor) and (passed is None or index in passed):
             read.update(self.sets.find(i) for i in self.ids[view.key(tensor)]
                         if i is not None)
       out = view.output(node)
@@ -161,7 +166,7 @@ class Forward(object):
       for tensor, out in zip(inputs, view.all_outputs(node)):
         if self.carries(tensor):
           self.ids[view.key(out)] = self.ids[view.key(tensor)]
-      self._passed.add(view.name(node))
+      self._passed[view.name(node)] = ()
       return
     ids = {}
     for i in found.inputs:
@@ -180,4 +185,4 @@ class Forward(object):
             'added to %s, which no masked weight produces (in %s)' % (
                 view.key(inputs[index]), view.name(node))))
     self.ids[view.key(view.output(node))] = out
-    self._passed.add(view.name(node))
+    self._passed[view.name(node)] = tuple(found.loose)

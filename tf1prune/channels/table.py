@@ -12,7 +12,8 @@ A `Rule` per op type says two things:
   channel c of each input; two inputs that both carry channels tie them: a
   residual add, an SE gate, `x * sigmoid(x)`), `concat` (at offsets),
   `depthwise` (input channel c feeds outputs `c * m .. c * m + m - 1`),
-  `reshape` (flattens NHWC into rows `[N, K]`, or `[N, C] <-> [N, 1, 1, C]`),
+  `reshape` (flattens NHWC into rows `[N, K]`, or keeps the last axis:
+  `[N, C] <-> [N, 1, 1, C]`, `[N, H, W, C] <-> [N * H * W, C]`),
   `lrn` (channel c of the output is channel c of the input divided by a sum
   over a band of channels around it),
   `reduce` (over height and width), `pool`, `pad`, `identity_n`, `layer`
@@ -29,7 +30,19 @@ A `Rule` per op type says two things:
 `additive` marks the element-wise ops where an operand that carries no
 removable channel (an identity shortcut from the input) keeps the channels
 (for training: the group is blocked); a `Mul` by such a tensor (dropout)
-does not.
+does not. `product` marks `Mul`: a factor that is 0 makes the result 0,
+whatever the other factors are.
+
+An element-wise op may also read a tensor of one channel that it broadcasts
+over all of them, as spatial attention does (`x * sigmoid(conv(x) -> 1
+channel)`): output channel c is `x_c * a`. `classify` lists such an input
+apart (`ChannelOp.loose`): it ties no channels.
+
+Where the shrink follows what a removed channel is, NaN stands for a value
+it does not know (one that varies per example, or a map of unknown size):
+`constant_through(rule, attr, *inputs)` applies an element-wise row to
+such values, NaN wherever an input is NaN, except where a `product` has a
+factor that is 0.
 """
 
 import collections
@@ -41,12 +54,12 @@ POSITIONAL = 'positional'
 
 
 class Rule(collections.namedtuple('Rule', ['kind', 'value', 'why',
-                                           'additive'])):
+                                           'additive', 'product'])):
   """One row of the op table (see the module docstring)."""
 
 
-def _row(kind, value=None, why=None, additive=False):
-  return Rule(kind, value, why, additive)
+def _row(kind, value=None, why=None, additive=False, product=False):
+  return Rule(kind, value, why, additive, product)
 
 
 def _unary(f):
@@ -79,10 +92,10 @@ def _cast(attr, x):
   return np.trunc(x)
 
 
-def _binary(f, additive=False):
+def _binary(f, additive=False, product=False):
   return _row('elementwise', lambda attr, a, b: f(np.asarray(a, np.float64),
                                                    np.asarray(b, np.float64)),
-              additive=additive)
+              additive=additive, product=product)
 
 
 def _div_no_nan(a, b):
@@ -98,6 +111,16 @@ def _lrn(attr, x):
 
 def _reduce(f):
   return _row('reduce', f)
+
+
+def _sum(x, count):
+  """A Sum over the positions: the mean times their number; where that
+  number is unknown, only a channel that is 0 everywhere is known."""
+  if count is None:
+    zero = np.all(x == 0, axis=(0, 1), keepdims=True)
+    return np.where(zero, 0.0, np.nan)
+  return x.sum(axis=(0, 1), keepdims=True) * (
+      count / float(x.shape[0] * x.shape[1]))
 
 
 _BATCH_NORM = _row('elementwise', None, 'batch norm in training form (or '
@@ -151,7 +174,7 @@ RULES = {
     'Maximum': _binary(np.maximum, True),
     'Minimum': _binary(np.minimum, True),
     'SquaredDifference': _binary(lambda a, b: np.square(a - b), True),
-    'Mul': _binary(np.multiply),
+    'Mul': _binary(np.multiply, product=True),
     'RealDiv': _binary(np.divide),
     'Div': _binary(np.divide),
     'DivNoNan': _binary(_div_no_nan),
@@ -171,8 +194,7 @@ RULES = {
     'Mean': _reduce(lambda x, count: x.mean(axis=(0, 1), keepdims=True)),
     'Max': _reduce(lambda x, count: x.max(axis=(0, 1), keepdims=True)),
     'Min': _reduce(lambda x, count: x.min(axis=(0, 1), keepdims=True)),
-    'Sum': _reduce(lambda x, count: x.sum(axis=(0, 1), keepdims=True) * (
-        np.nan if count is None else count / float(x.shape[0] * x.shape[1]))),
+    'Sum': _reduce(_sum),
     'ConcatV2': _row('concat', lambda attr, *xs: xs),
     'DepthwiseConv2dNative': _row('depthwise', POSITIONAL),
     'Reshape': _row('reshape', lambda attr, x: x),
@@ -221,6 +243,28 @@ NOT_READING = frozenset([
 TRAINING_ONLY = dict((op, rule.why) for op, rule in RULES.items()
                      if rule.kind not in ('stop', 'layer', 'identity_n') and
                      rule.value is None)
+
+
+def constant_through(rule, attr, *inputs):
+  """`rule.value(attr, *inputs)` of an element-wise row, where NaN in the
+  float64 `inputs` is a value not known: NaN wherever an input is NaN,
+  except that a `product` with a factor exactly 0 is 0 (every factor
+  finite: a value not known is a finite one)."""
+  inputs = [np.asarray(x, np.float64) for x in inputs]
+  with np.errstate(all='ignore'):
+    out = np.asarray(rule.value(attr, *inputs), np.float64)
+    unknown = np.zeros(out.shape, bool)
+    for x in inputs:
+      unknown = unknown | np.isnan(x)
+    out = np.where(unknown, np.nan, out)
+    if rule.product:
+      zero = np.zeros(out.shape, bool)
+      finite = np.ones(out.shape, bool)
+      for x in inputs:
+        zero = zero | (x == 0)
+        finite = finite & ~np.isinf(x)
+      out = np.where(zero & finite, 0.0, out)
+  return out
 
 
 def rule_of(op_type):

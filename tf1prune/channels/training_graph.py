@@ -47,52 +47,14 @@ Any other op ends the walk (its output carries no channels). NCHW graphs are
 not followed.
 """
 
-import collections
-
 import tensorflow.compat.v1 as tf
 
-from tf1prune.channels import Forward, GraphView, UnionFind
+from tf1prune.channels.graph_view import GraphView
+from tf1prune.channels.groups import ChannelGroup, GroupMember, GroupWalk
 from tf1prune.graph.masking import masked_weight_records
 
 __all__ = ['ChannelGroup', 'ChannelTrace', 'GroupMember',
            'find_channel_groups', 'format_channel_groups', 'trace_channels']
-
-class GroupMember(collections.namedtuple(
-    'GroupMember', ['name', 'weight', 'axis', 'units'])):
-  """One weight of a `ChannelGroup`.
-
-  Attributes:
-    name: the raw weight's name (as `MaskedWeight.name`).
-    weight: the raw weight tensor.
-    axis: the weight axis whose entries are its channels: -1 for conv kernels
-      `[kh, kw, in, out]` and dense `[in, out]`, 2 for depthwise kernels
-      `[kh, kw, in, multiplier]`.
-    units: tuple of ints, the group's unit of each entry along `axis`.
-  """
-
-
-class ChannelGroup(collections.namedtuple(
-    'ChannelGroup', ['members', 'num_units', 'blocked', 'outputs'])):
-  """Weights whose channels are pruned together.
-
-  Attributes:
-    members: tuple of `GroupMember`, in graph order.
-    num_units: how many coupled channels the group has.
-    blocked: None, or why its channels cannot be removed.
-    outputs: None, or why its channels are the model's outputs (they reach a
-      softmax, a softmax loss, an argmax or a top-k, or nothing reads them):
-      filter pruning leaves such a group alone unless the user names it.
-  """
-
-  def __new__(cls, members, num_units, blocked, outputs=None):
-    return super(ChannelGroup, cls).__new__(cls, members, num_units, blocked,
-                                            outputs)
-
-  def __str__(self):
-    text = '%d channels: %s' % (self.num_units,
-                                ', '.join(m.name for m in self.members))
-    return text + (' (blocked: %s)' % self.blocked if self.blocked else '')
-
 
 def _static_dims(tensor):
   shape = tensor.get_shape()
@@ -119,90 +81,18 @@ def _weight_uses(tensor):
         pending.append(out)
 
 
-class _Walk(object):
-  """The members of the channel groups; `Forward` follows their channels."""
-
-  def __init__(self, view, records):
-    self.forward = Forward(view, self._depthwise)
-    self.sets = self.forward.sets
-    self.members = []      # (record, axis, set ids)
-    self.depthwise = {}    # depthwise op name -> record
-    self.order = {r.name: i for i, r in enumerate(records)}
-    self.unit_of_root = {}  # set root -> (group index, unit), by `groups`
-    for record in records:
-      self._register(record)
-
-  def _register(self, record):
-    for weight, op in _weight_uses(record.masked_weight):
-      if len(op.inputs) < 2 or op.inputs[1] is not weight:
-        continue
-      if op.type == 'DepthwiseConv2dNative':
-        self.depthwise[op.name] = record
-      elif op.type == 'Conv2D' and op.get_attr('data_format') in (b'NHWC',
-                                                                   'NHWC'):
-        self._produce(op, record, -1)
-      elif op.type == 'MatMul' and not op.get_attr('transpose_b'):
-        self._produce(op, record, -1)
-
-  def _produce(self, op, record, axis):
-    ids = self.forward.seed(op.outputs[0],
-                            _static_dims(record.weight)[axis])
-    self.members.append((record, axis, ids))
-
-  def run(self):
-    self.forward.run()
-
-  def _depthwise(self, op, first):
-    record = self.depthwise.get(op.name)
-    ids = list(first)
-    if record is not None:
-      for c, i in enumerate(ids):
-        if i is None:
-          ids[c] = int(self.sets.add()[0])
-          self.forward.blocked[ids[c]] = (
-              'depthwise %s reads input channel %d, which no masked weight '
-              'produces' % (op.name, c))
-      self.members.append((record, 2, ids))
-    return ids
-
-  def groups(self):
-    """Clusters members that share a set into `ChannelGroup`s."""
-    layers = UnionFind()
-    ids = list(layers.add(len(self.members)))
-    owner = {}
-    for index, (_, _, sets) in enumerate(self.members):
-      for i in sets:
-        root = self.sets.find(i)
-        if root in owner:
-          layers.union([owner[root]], [ids[index]])
-        owner[root] = ids[index]
-    clusters = collections.OrderedDict()
-    by_record = sorted(range(len(self.members)),
-                       key=lambda i: self.order[self.members[i][0].name])
-    for index in by_record:
-      clusters.setdefault(layers.find(index), []).append(index)
-    blocked, outputs = {}, {}
-    for i, reason in self.forward.blocked.items():
-      blocked.setdefault(self.sets.find(i), reason)
-    for i, reason in self.forward.outputs.items():
-      outputs.setdefault(self.sets.find(i), reason)
-    result = []
-    for indices in clusters.values():
-      unit_of = collections.OrderedDict()
-      members, reason, output = [], None, None
-      for index in indices:
-        record, axis, sets = self.members[index]
-        roots = [self.sets.find(i) for i in sets]
-        units = tuple(unit_of.setdefault(r, len(unit_of)) for r in roots)
-        members.append(GroupMember(record.name, record.weight, axis, units))
-        for r in roots:
-          reason = reason or blocked.get(r)
-          output = output or outputs.get(r)
-      for root, unit in unit_of.items():
-        self.unit_of_root[root] = (len(result), unit)
-      result.append(ChannelGroup(tuple(members), len(unit_of), reason,
-                                 output))
-    return result
+def _register(walk, record):
+  """Makes `record` a member of `walk` where it feeds a layer."""
+  for weight, op in _weight_uses(record.masked_weight):
+    if len(op.inputs) < 2 or op.inputs[1] is not weight:
+      continue
+    if op.type == 'DepthwiseConv2dNative':
+      walk.depthwise(op, record.name, record.weight)
+    elif (op.type == 'Conv2D' and op.get_attr('data_format') in (b'NHWC',
+                                                                 'NHWC')) or (
+        op.type == 'MatMul' and not op.get_attr('transpose_b')):
+      walk.produce(record.name, record.weight, -1, op.outputs[0],
+                   _static_dims(record.weight)[-1])
 
 
 class ChannelTrace(object):
@@ -235,7 +125,9 @@ def trace_channels(graph=None, records=None):
   graph = graph or tf.get_default_graph()
   if records is None:
     records = masked_weight_records(graph)
-  walk = _Walk(GraphView(graph), records)
+  walk = GroupWalk(GraphView(graph), [r.name for r in records])
+  for record in records:
+    _register(walk, record)
   walk.run()
   return ChannelTrace(walk)
 

@@ -18,12 +18,15 @@ batch statistics, dropout; refused otherwise), `--quiet` (no progress line;
 there is one only when stderr is a terminal), `--shrink` (also remove the output channels whose filters
 are entirely zero, `tf1prune.shrink`; `--shrink_objective=flops|params`: what
 its cost rule for channels that padding makes vary minimizes, default flops),
-`--tflite PATH` (TF 2.x: also write a
-TFLite model, sparse-encoded when that is smaller). Prints the per-layer
-sparsity table of the stripped graph and the size and node count of the file
-written (with `--shrink`: the shrunk graph's, the stripped graph's beside
-them, then the parameters and FLOPs per layer; with `--tflite` its size and
-max diff against the .pb).
+`--shrink_check` (default true: run the shrunk graph beside the stripped one
+on random inputs, refuse to write it if they differ; `false` skips it),
+`--shrink_input_shapes=x:1,224,224,3` (the shapes of that check for inputs
+with unknown dimensions besides the batch size), `--tflite PATH` (TF 2.x:
+also write a TFLite model, sparse-encoded when that is smaller). Prints the
+per-layer sparsity table of the stripped graph and the size and node count
+of the file written (with `--shrink`: the shrunk graph's, the stripped
+graph's beside them, then the parameters and FLOPs per layer and the check;
+with `--tflite` its size and max diff against the .pb).
 On bad input it prints one line to stderr and exits non-zero, with no output
 file left behind (neither the .pb nor the `--tflite` or `--report_json`
 file; older ones stay as they were); the checkpoint is only read.
@@ -35,6 +38,7 @@ import sys
 
 from tf1prune.cli._common import Parser, fail, parse, quiet_tensorflow, usage_error
 from tf1prune.export.names import output_names
+from tf1prune.export.verify import parse_input_shapes
 
 __all__ = ['main', 'parse_args']
 
@@ -61,7 +65,8 @@ def parse_args(argv):
   Returns:
     An `argparse.Namespace` with checkpoint_dir, output_node_names (list of
     str), output_dir, filename, report_json, allow_no_masks,
-    allow_training_ops, quiet, shrink, tflite.
+    allow_training_ops, quiet, shrink, shrink_objective, shrink_check,
+    shrink_input_shapes ({name: shape}), tflite.
   """
   parser = Parser(
       prog=PROG,
@@ -101,6 +106,16 @@ def parse_args(argv):
                       help='with --shrink: what the cost rule minimizes where '
                            'padding makes removed channels vary (flops: '
                            'fastest graph, params: smallest)')
+  parser.add_argument('--shrink_check', nargs='?', const=True, default=True,
+                      type=_bool,
+                      help='with --shrink: run the shrunk graph beside the '
+                           'stripped one on random inputs and refuse to '
+                           'write it if the outputs differ (default: true)')
+  parser.add_argument('--shrink_input_shapes', default='',
+                      metavar='NAME:D,D,..;NAME:..',
+                      help='with --shrink: the input shapes of that check, '
+                           'for inputs with unknown dimensions besides the '
+                           'batch size, e.g. x:1,224,224,3')
   parser.add_argument('--tflite', default=None, metavar='PATH',
                       help='TF 2.x: also write a TFLite model of the .pb to '
                            'PATH (sparse encoding when smaller)')
@@ -110,6 +125,10 @@ def parse_args(argv):
   except ValueError:
     usage_error(PROG, '--output_node_names is empty; name the output nodes, e.g. '
                  '--output_node_names=logits/BiasAdd')
+  try:
+    args.shrink_input_shapes = parse_input_shapes(args.shrink_input_shapes)
+  except ValueError as e:
+    usage_error(PROG, '--shrink_input_shapes: %s' % e)
   if not args.filename or not os.path.basename(args.filename):
     usage_error(PROG, '--filename must name a file, got %r; e.g. '
                  '--filename=pruning_stripped.pb' % args.filename)
@@ -121,7 +140,9 @@ def parse_args(argv):
 
 # How write_pb's errors name its arguments: by the flags that set them.
 _FLAGS = {'output_path': '--filename', 'output_dir': '--output_dir',
-          'tflite_path': '--tflite', 'report_json': '--report_json'}
+          'tflite_path': '--tflite', 'report_json': '--report_json',
+          'shrink_check': '--shrink_check=false',
+          'shrink_input_shapes': '--shrink_input_shapes'}
 
 
 def _run(args, progress=None):
@@ -136,7 +157,9 @@ def _run(args, progress=None):
                   tflite_path=args.tflite, report_json=args.report_json,
                   allow_no_masks=args.allow_no_masks,
                   allow_training_ops=args.allow_training_ops,
-                  progress=progress, argument_names=_FLAGS)
+                  progress=progress, argument_names=_FLAGS,
+                  shrink_check=args.shrink_check,
+                  shrink_input_shapes=args.shrink_input_shapes or None)
 
 
 def _close(progress):

@@ -6,7 +6,7 @@ writes files, so it runs in a process of its own (`strip_pruning_vars`,
 
     >>> from tf1prune import export
     >>> sorted(export.__all__)[:3]
-    ['CheckpointPruneError', 'LayerShrink', 'LayerStats']
+    ['CheckpointPruneError', 'Comparison', 'LayerShrink']
 
 - `write_pb`: the whole export `strip_pruning_vars` runs: strip, shrink,
   TFLite and the JSON report, every file whole or not at all.
@@ -19,6 +19,9 @@ writes files, so it runs in a process of its own (`strip_pruning_vars`,
   training graph is refused (`TrainingGraphError`, `training_ops`).
 - `shrink_graph_def`, `shrink_pb`: remove output channels whose filters are all
   zero, and the inputs that read them (`ShrinkReport`).
+- `compare_graph_defs`: two frozen graphs on the same random inputs
+  (`Comparison`); every shrink checks itself with it, and refuses a graph
+  whose outputs differ (`OutputsDiffer`).
 - `prune_checkpoint`: one-shot pruning of a saved checkpoint.
 - `write_tflite`: a TFLite model of a frozen graph (TF 2.x), sparse-encoded
   when that is smaller.
@@ -31,7 +34,8 @@ GraphDef whose constants are read when written; pruning), `_freeze` and
 `resources` (variables become constants), `_fold` (masks into weights),
 `attrs` (attributes at their default), `stream` and `atomic` (writing),
 `_report` and `table` (what was written), `training_ops` (no training-mode
-ops frozen by accident), `inference` (rebuilt models), `progress` (a
+ops frozen by accident), `inference` (rebuilt models), `verify` (two graphs
+compared), `progress` (a
 callback, and the console scripts' terminal line). The shrink is the subpackage
 `tf1prune.export.shrink`; checkpoint pruning is `checkpoint_prune`;
 `graph_io` keeps the old `tf1prune.graph_io` names. Modules without a
@@ -49,9 +53,11 @@ from tf1prune.export.inference import inference_graph_def, write_inference_graph
 from tf1prune.export.training_ops import TrainingGraphError
 from tf1prune.export._tflite import TFLiteReport, write_tflite
 from tf1prune.export.pipeline import write_pb
+from tf1prune.export.verify import Comparison, OutputsDiffer, compare_graph_defs
 
-__all__ = ['CheckpointPruneError', 'LayerShrink', 'LayerStats', 'ShrinkReport',
-           'ShrinkStop', 'StripReport', 'TrainingGraphError',
+__all__ = ['CheckpointPruneError', 'Comparison', 'LayerShrink', 'LayerStats',
+           'OutputsDiffer', 'ShrinkReport', 'ShrinkStop', 'StripReport',
+           'TrainingGraphError', 'compare_graph_defs',
            'graph_def_from_checkpoint', 'inference_graph_def',
            'prune_checkpoint', 'shrink_graph_def', 'shrink_pb',
            'strip_checkpoint', 'strip_pruning_vars_fn', 'TFLiteReport',

@@ -35,13 +35,16 @@ from tf1prune.export import atomic, stream
 from tf1prune.export._strip import strip_checkpoint
 from tf1prune.export._tflite import write_tflite
 from tf1prune.export.shrink import shrink_pb
+from tf1prune.export.verify import BadInputShapes, OutputsDiffer
 
 __all__ = ['write_pb']
 
 # How errors name the arguments; the command line passes its flags instead.
 ARGUMENT_NAMES = {'output_path': 'output_path', 'output_dir':
                   "output_path's directory", 'tflite_path': 'tflite_path',
-                  'report_json': 'report_json'}
+                  'report_json': 'report_json',
+                  'shrink_check': 'shrink_check=False',
+                  'shrink_input_shapes': 'shrink_input_shapes'}
 
 
 def _check_writable(directory, what):
@@ -87,7 +90,8 @@ def _targets(output_path, tflite_path, report_json, names):
 def write_pb(checkpoint_dir, output_node_names, output_path, shrink=False,
              shrink_objective='flops', tflite_path=None, report_json=None,
              allow_no_masks=False, allow_training_ops=False, progress=None,
-             argument_names=None):
+             argument_names=None, shrink_check=True,
+             shrink_input_shapes=None):
   """Exports the latest checkpoint of `checkpoint_dir` as a frozen `.pb`.
 
   Args:
@@ -104,8 +108,14 @@ def write_pb(checkpoint_dir, output_node_names, output_path, shrink=False,
     progress: None or a `progress(stage, done, total, fraction)` callback
       (`tf1prune.export.progress`).
     argument_names: how errors name the arguments (`output_path`,
-      `output_dir`, `tflite_path`, `report_json`): the command line passes
-      its flags.
+      `output_dir`, `tflite_path`, `report_json`, `shrink_input_shapes`;
+      `shrink_check`: how to skip the check): the command line passes its
+      flags.
+    shrink_check: run the shrunk graph beside the stripped one on random
+      inputs and refuse to write one whose outputs differ (`shrink_pb`'s
+      `check`; the shrink report's `check` says how it went).
+    shrink_input_shapes: None, or {placeholder name: shape} for that check
+      where an input has unknown dimensions besides the batch size.
 
   Returns:
     The `StripReport`, with `shrink_report` and `tflite_report` set when
@@ -114,7 +124,9 @@ def write_pb(checkpoint_dir, output_node_names, output_path, shrink=False,
   Raises:
     ValueError: bad input (a folder that is not writable, a target that is
       a folder, two targets that are one file, TFLite on TF 1.15, or what
-      the strip, shrink and converter raise); nothing is written then.
+      the strip, shrink and converter raise: `OutputsDiffer` when the shrunk
+      graph's outputs differ from the stripped graph's); nothing is written
+      then.
   """
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
   names = dict(ARGUMENT_NAMES, **(argument_names or {}))
@@ -134,7 +146,7 @@ def write_pb(checkpoint_dir, output_node_names, output_path, shrink=False,
         staged[argument] = atomic.staging_path(target, 'staged')
       report = _write(checkpoint_dir, output_node_names, staged, shrink,
                       shrink_objective, allow_no_masks, allow_training_ops,
-                      progress)
+                      progress, (shrink_check, shrink_input_shapes), names)
       report.output_path = output_path
       if report.tflite_report is not None:
         report.tflite_report = report.tflite_report._replace(path=tflite_path)
@@ -157,16 +169,23 @@ def write_pb(checkpoint_dir, output_node_names, output_path, shrink=False,
 
 
 def _write(checkpoint_dir, output_node_names, staged, shrink, objective,
-           allow_no_masks, allow_training_ops, progress):
-  """Strips, shrinks and converts into the staging files; the report."""
+           allow_no_masks, allow_training_ops, progress, check, names):
+  """Strips, shrinks and converts into the staging files; the report.
+  `check` is (shrink_check, shrink_input_shapes)."""
   report = strip_checkpoint(checkpoint_dir, output_node_names,
                             staged['output_path'],
                             allow_no_masks=allow_no_masks,
                             allow_training_ops=allow_training_ops,
                             progress=progress)
   if shrink:
-    report.shrink_report = shrink_pb(staged['output_path'], output_node_names,
-                                     objective=objective, progress=progress)
+    try:
+      report.shrink_report = shrink_pb(
+          staged['output_path'], output_node_names, objective=objective,
+          progress=progress, check=check[0], input_shapes=check[1])
+    except OutputsDiffer as e:
+      raise e.with_skip(names['shrink_check'])
+    except BadInputShapes as e:
+      raise e.named(names['shrink_input_shapes'])
     raw, gzipped = stream.file_sizes(staged['output_path'])
     report.record_shrink(raw, gzipped, report.shrink_report.num_nodes_after)
   if 'tflite_path' in staged:

@@ -30,6 +30,8 @@ import tensorflow as tf
 from tf1prune.export import resources
 from tf1prune.export import LayerStats, StripReport
 from tf1prune.keras import _pin, _version
+from tf1prune.keras._strip import plain_copy
+from tf1prune.keras.shrink.model import input_names, shrink_plain
 
 __all__ = ['export_frozen_pb', 'export_saved_model', 'strip_model',
            'strip_report']
@@ -41,7 +43,8 @@ def strip_model(model, shrink=False):
   Args:
     model: a Sequential or functional Keras model.
     shrink: also remove the channels whose filters are all zero
-      (`shrink_model`; its report is dropped).
+      (`shrink_model`, which checks the smaller model against this copy;
+      its report is dropped).
 
   Raises:
     ValueError: `model` is a subclassed model (`clone_model` needs a
@@ -49,34 +52,9 @@ def strip_model(model, shrink=False):
       `clone_model` from copying a `Lambda` layer's Python function (the
       fix: `keras.config.enable_unsafe_deserialization()`).
   """
-  keras = _version.keras_of(model)
-  pinned = {id(v): pin for _, _, v, pin in _pin.pins(model)}
-
-  def clone(layer):
-    return layer.__class__.from_config(_pin.unpinned(layer.get_config())[0])
-
-  try:
-    plain = keras.models.clone_model(model, clone_function=clone)
-  except (ValueError, TypeError, NotImplementedError) as e:
-    if 'enable_unsafe_deserialization' in str(e):   # Keras 3's safe mode
-      raise ValueError(
-          'strip_model copies %r with keras.models.clone_model, which Keras '
-          "3's safe mode stops at a layer holding a Python function (%s). If "
-          'you trust the model, call keras.config.'
-          'enable_unsafe_deserialization() first.' % (model.name, e))
-    raise ValueError('strip_model needs a Sequential or functional model that '
-                     'keras.models.clone_model can copy; %r cannot be (%s). '
-                     'Build the model with keras.Sequential or keras.Model('
-                     'inputs, outputs).' % (model.name, e))
-  values = []
-  for variable in model.weights:
-    value = np.array(variable)
-    pin = pinned.get(id(variable))
-    values.append(pin.fold(value) if pin is not None else value)
-  plain.set_weights(values)
+  plain = plain_copy(model)
   if shrink:
-    from tf1prune.keras.shrink.model import shrink_plain
-    return shrink_plain(plain)[0]
+    return shrink_plain(plain, names=input_names(model))[0]
   return plain
 
 

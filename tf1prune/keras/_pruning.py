@@ -21,8 +21,12 @@ which granularity, sparsity and global group, and on which steps, and
 (`tf1prune.masks`: exact
 top-k with ties kept in row-major order, blocks, kernels, filters, channels,
 N:M; `threshold_method`, `threshold_decay`), so a weight gets exactly the mask
-`tf1prune.Pruning` gives it for the same values. (Without a graph there are
-no channel groups: `coupled_filter` prunes each weight's filters alone.)
+`tf1prune.Pruning` gives it for the same values. `coupled_filter` prunes the
+channel groups of the model (`tf1prune.keras.shrink.groups`: the one channel
+walk over the model's layers) as the graph API does, with its rules
+(`tf1prune.plan.coupled`): whole groups only, blocked groups and the model's
+outputs dense, one target per group, locked units kept; every warning is
+logged once, when the pruner is made.
 
 `step(step)` is `conditional_mask_update_op`: it updates the masks when
 `begin_pruning_step <= step <= end_pruning_step` (or end -1) and
@@ -41,6 +45,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from tf1prune.masks import Filter
+from tf1prune.plan.coupled import split_coupled, units_kept_by_locks
 from tf1prune.plan.hparams import HParams, get_pruning_hparams
 from tf1prune.keras import _pin, _version
 from tf1prune.keras._locks import resolve_layer
@@ -53,7 +59,11 @@ DEFAULT_WEIGHTS = ('kernel', 'depthwise_kernel', 'pointwise_kernel',
                    'embeddings')
 
 _Record = collections.namedtuple('_Record', ['name', 'layer', 'weight_name',
-                                             'variable', 'pin'])
+                                             'variable', 'pin', 'spec'])
+
+
+def _warn(text):
+  tf.compat.v1.logging.warning('%s', text)
 
 
 def _hparams(hparams):
@@ -94,14 +104,16 @@ class Pruner(object):
     targets = self._targets(weights)
     names = ['%s/%s' % (layer.name, name) for layer, name in targets]
     for text in self._plan.unmatched_warnings(names):   # as tf1prune.Pruning
-      tf.compat.v1.logging.warning('%s', text)
+      _warn(text)
     for layer, name in targets:
       full = '%s/%s' % (layer.name, name)
       if not self._plan.is_pruned(full):
         continue
       variable = _pin.weight_of(layer, name)
-      self._records.append(_Record(full, layer, name, variable,
-                                   _pin.pin_of(layer, name, model)))
+      pin = _pin.pin_of(layer, name, model)
+      self._records.append(_Record(full, layer, name, variable, pin,
+                                   self._plan.weight(full,
+                                                     previous_mask=pin.mask)))
     if not self._records:
       raise ValueError('Pruner found no weight to prune in model %r (weights '
                        '%s, do_not_prune %s); pass weights=[(layer, name)] or '
@@ -109,11 +121,42 @@ class Pruner(object):
                            model.name, weights,
                            self._plan.spec.values()['do_not_prune']))
     for record in self._records:   # an N:M weight of 6 inputs fails here
-      self._plan.weight(record.name, previous_mask=record.pin.mask
-                        ).granularity.check_shape(record.variable.shape,
-                                                  record.name)
+      record.spec.granularity.check_shape(record.variable.shape, record.name)
+    self._plain, self._coupled = self._split(targets, names)
     self.thresholds = {r.name: np.float32(0.0) for r in self._records}
     self.last_update_step = 0
+
+  def _split(self, targets, names):
+    """The plain records and the `CoupledTargets` (`tf1prune.plan.coupled`),
+    the warnings logged."""
+    members = [('%s/%s' % (layer.name, name), layer, name,
+                _pin.weight_of(layer, name)) for layer, name in targets]
+
+    def groups():
+      from tf1prune.keras.shrink import groups as groups_module
+      try:
+        return groups_module.find_channel_groups(self.model, members)
+      except ValueError as e:
+        _warn('the channel groups of model %r are unknown (%s): its weights '
+              'are in no channel group' % (self.model.name, e))
+        return []
+    self._depthwise_warning()
+    return split_coupled(self._records, groups, names, self._plan, _warn,
+                         lambda r: r.name,
+                         lambda r: [int(d) for d in r.variable.shape])
+
+  def _depthwise_warning(self):
+    """Says once that `filter` keeps a depthwise kernel of one filter."""
+    kept = [r.name for r in self._records
+            if isinstance(r.spec.granularity, Filter) and
+            len(r.variable.shape) == 4 and int(r.variable.shape[-1]) == 1 and
+            type(r.layer).__name__ in ('DepthwiseConv2D', 'SeparableConv2D')
+            and r.weight_name in ('kernel', 'depthwise_kernel')]
+    if kept:
+      _warn('filter: %s are depthwise kernels of one filter each '
+            '(depth_multiplier 1), which filter pruning keeps: they stay '
+            'dense. coupled_filter prunes them with the channels they read.'
+            % ', '.join(kept))
 
   @property
   def plan(self):
@@ -141,6 +184,15 @@ class Pruner(object):
         if _pin.short_name(variable) in DEFAULT_WEIGHTS:
           targets.append((layer, name))
     return targets
+
+  def coupled_groups(self):
+    """Returns the channel groups pruned as units (`coupled_filter`).
+
+    A list of `tf1prune.plan.coupled.CoupledTargets` (`.group` is the
+    `tf1prune.ChannelGroup`, `.targets` the pruned weights' records), as
+    `update` prunes them.
+    """
+    return list(self._coupled)
 
   @property
   def weight_names(self):
@@ -180,13 +232,27 @@ class Pruner(object):
                       tf.constant(self.thresholds[r.name]),
                       plan.weight(r.name, previous_mask=tf.constant(
                           r.pin.mask, tf.float32)))
-             for r in self._records]
+             for r in self._plain]
+    for item in self._coupled:
+      records = item.targets
+      units.append(MaskUnit(
+          [r.name for r in records],
+          [tf.convert_to_tensor(r.variable) for r in records],
+          tf.constant(self.thresholds[records[0].name]), item.spec,
+          item.granularity.units(
+              [m.axis for m in item.group.members],
+              [m.units for m in item.group.members], item.group.num_units,
+              units_kept_by_locks(item.group, [
+                  r.pin.locked & r.pin.mask if r.pin.locked.any() else None
+                  for r in records]))))
     schedule = plan.schedule if sparsity is None else None
     overall = self.sparsity_at(step) if sparsity is None else float(sparsity)
     masks = compute_masks(plan, units, overall, lambda weight: plan.sparsity_of(
         weight.target_sparsity, overall, schedule,
         lambda s: s.sparsity_at(step)))
     for record in self._records:
+      if record.name not in masks:
+        continue      # left dense (a warning said why when it was made)
       mask, threshold = masks[record.name]
       keep = np.asarray(mask) > 0
       keep = np.where(record.pin.locked, record.pin.mask, keep)

@@ -18,7 +18,9 @@ The graph backend (`tf1prune.Pruning`) and the Keras one
 - `pruning_plan`: `PruningPlan`, what the spec says about each weight, each
   global group and each step;
 - `mask_update`: a plan's masks as TF ops (`compute_masks`), in a graph or
-  eagerly.
+  eagerly;
+- `coupled`: which weights are pruned per channel group (`coupled_filter`)
+  and which stay dense, and the units a lock keeps.
 """
 
 from tf1prune.plan.hparams import HParams, get_pruning_hparams

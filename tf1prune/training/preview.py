@@ -52,7 +52,8 @@ def shrink_preview(sess, output_node_names, objective='flops'):
 
   Returns:
     A `ShrinkReport`: per-layer parameters and FLOPs before and after, where
-    and why empty channels would stay.
+    and why empty channels would stay (its `check` is None: the preview
+    writes nothing, so it does not run the shrunk graph).
 
   Raises:
     ValueError: an unknown output node or objective, or a graph that cannot
@@ -67,7 +68,8 @@ def shrink_preview(sess, output_node_names, objective='flops'):
   frozen = tf.graph_util.convert_variables_to_constants(
       sess, graph.as_graph_def(), outputs)
   stripped = strip_pruning_vars_fn(frozen, outputs)
-  return shrink_graph_def(stripped, outputs, objective=objective)[1]
+  return shrink_graph_def(stripped, outputs, objective=objective,
+                          check=False)[1]
 
 
 def _check_outputs(graph, outputs):

@@ -3,21 +3,21 @@ one constant map, added with the conv's bias.
 
     >>> import numpy as np, tensorflow.compat.v1 as tf
     >>> from tf1prune.export.shrink.rounds import shrink_graph_def
-    >>> w1 = np.ones([1, 1, 1, 2], np.float32); w1[..., 1] = 0.0   # empty
+    >>> w1 = np.ones([1, 1, 2, 2], np.float32); w1[..., 1] = 0.0   # empty
     >>> with tf.Graph().as_default() as g:
-    ...   x = tf.placeholder(tf.float32, [None, 4, 4, 1], name='x')
+    ...   x = tf.placeholder(tf.float32, [None, 4, 4, 2], name='x')
     ...   h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w1, [1] * 4, 'SAME'),
     ...                                 [0.0, 2.0]))
-    ...   c = tf.nn.conv2d(h, np.ones([3, 3, 2, 1], np.float32), [1] * 4,
+    ...   c = tf.nn.conv2d(h, np.ones([3, 3, 2, 2], np.float32), [1] * 4,
     ...                    'SAME')
-    ...   y = tf.nn.bias_add(c, [0.5], name='y')
+    ...   y = tf.nn.bias_add(c, [0.5, 0.5], name='y')
     >>> small, _ = shrink_graph_def(g.as_graph_def(), ['y'])
     >>> ops = {n.name: n.op for n in small.node}
     >>> ops['y'], ops['y/shrink_map/flat'], ops['y/shrink_map/add']
     ('Reshape', 'Reshape', 'Add')
     >>> [[d.size for d in n.attr['value'].tensor.tensor_shape.dim]
     ...  for n in small.node if n.name == 'y/shrink_map/value']
-    [[1, 1, 16, 1]]
+    [[1, 1, 16, 2]]
 
 The removed channel is relu(2) = 2 everywhere, and the 3x3 conv's zero
 padding gives its corners 4 taps of it, its edges 6 and its interior 9: a

@@ -37,8 +37,9 @@ Layer = collections.namedtuple('Layer', ['node', 'kind', 'weight'])
 # 'concat', 'depthwise', 'reshape'); inputs: the indices of the region's
 # inputs; const: the per-channel const (elementwise), the depthwise weight or
 # the reshape target, else None; extra: as the `ChannelOp`'s; rule: its row.
-# loose: the inputs that carry no channels (none: the shrink edits no
-# such op).
+# loose: the inputs of an element-wise op that it broadcasts over the
+# channels (a one-channel map that is not a constant: its values are not
+# known to the shrink).
 Op = collections.namedtuple('Op', ['kind', 'node', 'inputs', 'output',
                                    'const', 'extra', 'rule', 'loose'],
                             defaults=[()])
@@ -174,7 +175,7 @@ def _elementwise(g, found, channels):
   node = found.node
   if found.rule.value is None:
     return None, found.rule.why
-  if found.loose:
+  if any(is_const(g, g.inputs(node)[i]) for i in found.loose):
     return None, 'its other input is not a per-channel constant'
   if len(found.params) > 1:
     return None, 'it has more than one per-channel parameter'
@@ -184,7 +185,7 @@ def _elementwise(g, found, channels):
     if const is None:
       return None, 'its other input is not a per-channel constant'
   return Op('elementwise', node, found.inputs, node.name, const, None,
-            found.rule), None
+            found.rule, found.loose), None
 
 
 def _reshape(g, found, channels):

@@ -62,6 +62,7 @@ class FrozenGraph(GraphIndex):
     self.extra = {}    # conv name -> [(extra input channels, pattern)]
     self.maps = {}     # conv name -> (layer, float64 map added at its output)
     self.lrn = {}      # rewritten LRN -> (its kept indices, channels before)
+    self.keep_two = set()   # tensors that keep two channels, not one
 
   def add(self, node):
     """Adds a copy of NodeDef `node` to the graph and to the index."""

@@ -275,7 +275,10 @@ class RegionWalk(Forward):
       why = self.why.get(user.name)
       if op is None and why is None:   # a user that reads no channels
         op, why = classify(g, user)
-      if op is not None and index not in op.inputs:
+      if op is not None and index in op.loose:
+        op, why = None, ('it broadcasts this one-channel map over the '
+                         'channels of its other input')
+      elif op is not None and index not in op.inputs:
         op, why = None, 'it reads the tensor as a parameter'
       if op is None:
         self._pin(region, tensor, user, why)

@@ -19,11 +19,15 @@ The output of a layer whose filter is all zero is 0 everywhere; the ops of a
 region turn it into a value per channel (`[1, 1, C]`) or, after a border map,
 an explicit Pad or a padded depthwise conv, a map over the positions
 (`[H, W, C]`), computed here in float64 NumPy. A value that cannot be known
-(a map whose height or width is unknown) is NaN, and the reason is returned.
+is NaN: the output of a filter that is not all zero (it varies per example;
+a product with 0 is 0 all the same), a map whose height or width is unknown,
+what a map broadcast over the channels makes of a channel (the reason is
+returned, with the op that made it unknown).
 """
 
 import numpy as np
 
+from tf1prune.channels.table import constant_through
 from tf1prune.export.shrink.border_maps import map_value
 from tf1prune.export.shrink.padding import (conv_map, conv_pads,
                                             depthwise_map, pool_map)
@@ -45,13 +49,18 @@ def full(value, size):
 
 def layer_pads(g, node, kernel):
   """Zero padding of a Conv2D or depthwise `node`, [(top, bottom), (left,
-  right)]; None if it pads (or may pad) an input of unknown size."""
+  right)]; None if it pads (or may pad) an input of unknown size (SAME
+  padding of a kernel that spans one position pads nothing, whatever the
+  size)."""
   padding = attr_str(node, 'padding', 'VALID')
   size = spatial_size(g, split_input(node.input[0])[0])
+  dilations = attr_ints(node, 'dilations', [1] * 4)[1:3]
   if padding == 'SAME' and size is None:
-    return None
+    if any((k - 1) * d for k, d in zip(kernel, dilations)):
+      return None
+    return [(0, 0), (0, 0)]
   pads = conv_pads(size, kernel, attr_ints(node, 'strides', [1] * 4)[1:3],
-                   attr_ints(node, 'dilations', [1] * 4)[1:3], padding,
+                   dilations, padding,
                    attr_ints(node, 'explicit_paddings', [0] * 8))
   return pads if size is not None or not np.any(pads) else None
 
@@ -72,10 +81,13 @@ def empty_filters(g, layer):
 
 def source_value(g, layer):
   """float64 [1, 1, O] or [H', W', O]: what `layer` outputs where its data
-  weights are zero (0, or what its extra channels and its border map give)."""
+  weights are zero (0, or what its extra channels and its border map give);
+  NaN for the outputs whose data weights are not all zero (they vary per
+  example) and where the extra channels give a map of unknown size."""
   value = _extra_value(g, layer)
   added = map_value(g, layer)
-  return value if added is None else value + added
+  value = value if added is None else value + added
+  return np.where(empty_filters(g, layer), value, np.nan)
 
 
 def _extra_value(g, layer):
@@ -87,8 +99,16 @@ def _extra_value(g, layer):
   source = split_input(layer.node.input[0])[0]
   size = spatial_size(g, source)
   pads = layer_pads(g, layer.node, weight.shape[:2])
+  if size is None and pads is not None and not np.any(pads) and all(
+      pattern is None for _, pattern in g.extra[layer.node.name]):
+    # Channels of ones that nothing pads: the same at every position.
+    rows = weight[:, :, weight.shape[2] - count:].astype(np.float64)
+    return rows.sum(axis=(0, 1, 2)).reshape(1, 1, -1)
   if size is None or pads is None:
-    return np.full((1, 1, weight.shape[-1]), np.nan)
+    # A map of unknown size, but 0 where the extra weights are.
+    rows = weight[:, :, weight.shape[2] - count:]
+    return np.where(rows.reshape(-1, rows.shape[-1]).any(axis=0), np.nan,
+                    0.0).reshape(1, 1, -1)
   patterns = [np.ones(list(size) + [rows]) if pattern is None else pattern
               for rows, pattern in g.extra[layer.node.name]]
   return conv_map(np.concatenate(patterns, axis=-1),
@@ -112,7 +132,14 @@ def _const4(g, const):
 
 
 def _depthwise(g, op, x, reasons):
+  """The depthwise conv's output; an output whose filter is all zero is 0,
+  whatever its input."""
   node, weight = op.node, g.value(op.const).astype(np.float64)
+  zero = ~weight.reshape(-1, weight.shape[2] * weight.shape[3]).any(axis=0)
+  return np.where(zero, 0.0, _depthwise_value(g, node, weight, x, reasons))
+
+
+def _depthwise_value(g, node, weight, x, reasons):
   pads = layer_pads(g, node, weight.shape[:2])
   strides = attr_ints(node, 'strides', [1] * 4)[1:3]
   dilations = attr_ints(node, 'dilations', [1] * 4)[1:3]
@@ -121,16 +148,34 @@ def _depthwise(g, op, x, reasons):
   size = spatial_size(g, split_input(node.input[0])[0])
   if pads is None or size is None:
     return _unknown(x, weight.shape[-1], reasons, node,
-                    'the input size of this depthwise conv is unknown')
+                    'the input size of this depthwise conv is unknown: it '
+                    'zero-pads a removed channel that is not 0 into a map '
+                    'over the positions')
   return depthwise_map(full(x, size), weight, pads, strides, dilations)
 
 
-def _elementwise(g, op, inputs):
+def _elementwise(g, op, inputs, reasons):
+  """The op's output (`tf1prune.channels.constant_through`): a map it
+  broadcasts over the channels (`op.loose`) is not known."""
   args, values = [], iter(inputs)
   for index in range(len(g.inputs(op.node))):
-    args.append(next(values) if index in op.inputs else _const4(g, op.const))
-  return op.rule.value(lambda key, default: g.attr(op.node, key, default),
-                       *args)
+    if index in op.inputs:
+      args.append(next(values))
+    elif index in op.loose:
+      args.append(np.full((1, 1, 1), np.nan))
+    else:
+      args.append(_const4(g, op.const))
+  out = constant_through(op.rule, lambda key, default: g.attr(
+      op.node, key, default), *args)
+  if op.loose and _new_nan(inputs, out):
+    map_name = split_input(g.inputs(op.node)[op.loose[0]])[0]
+    reasons.append((op.node.name, op.node.op, (
+        'it broadcasts %s, a map that varies per example, over the '
+        'channels: a removed channel that is not 0 is no constant after '
+        'it' if op.rule.product else 'it broadcasts %s, a map that varies '
+        'per example, over the channels: a removed channel is no constant '
+        'after it') % map_name))
+  return out
 
 
 def _pad(g, op, x, size, reasons):
@@ -162,9 +207,49 @@ def _reshape(g, op, x, reasons):
     return np.tile(x[0, 0], rows)[None, None]
   if x.shape[0] * x.shape[1] == rows:
     return x.reshape(1, 1, -1)
-  return _unknown(np.tile(x.any(axis=(0, 1)), rows)[None, None], 1, reasons,
-                  op.node, 'the reshape puts positions of a map into the '
-                  'batch')
+  # Positions become rows of the batch: a channel the same everywhere
+  # stays a constant, a map does not.
+  uniform = np.all(x == x[:1, :1], axis=(0, 1))
+  if (~uniform & np.isfinite(x).all(axis=(0, 1))).any():
+    reasons.append((op.node.name, op.node.op, 'the reshape puts the '
+                    'positions of a map into the batch: a removed channel '
+                    'that varies over the positions is no constant after '
+                    'it'))
+  return np.tile(np.where(uniform, x[0, 0], np.nan), rows)[None, None]
+
+
+def _collapse(value):
+  """`value` as `[1, 1, C]` where it is the same at every position (a map
+  that a product with 0 made constant), else as it is."""
+  if value.ndim != 3 or value.shape[:2] == (1, 1):
+    return value
+  first = value[:1, :1]
+  same = (value == first) | (np.isnan(value) & np.isnan(first))
+  return first if same.all() else value
+
+
+def _finite(value):
+  """bool per channel: finite at every position."""
+  value = np.asarray(value)
+  return np.isfinite(value).reshape(-1, value.shape[-1] if value.ndim else 1
+                                    ).all(axis=0)
+
+
+def _new_nan(inputs, out):
+  """True if a channel of `out` is not finite somewhere though every input
+  is finite in the channels it reads (a depthwise multiplier repeats them;
+  otherwise the widths must match, or every input must be finite)."""
+  known = _finite(out)
+  kept = np.ones(known.size, bool)
+  for value in inputs:
+    finite = _finite(value)
+    if finite.size in (1, kept.size):
+      kept = kept & finite
+    elif kept.size % finite.size == 0:
+      kept = kept & np.repeat(finite, kept.size // finite.size)
+    else:
+      kept = kept & finite.all()
+  return bool((kept & ~known).any())
 
 
 def _apply(g, op, inputs, reasons):
@@ -172,7 +257,7 @@ def _apply(g, op, inputs, reasons):
   gives the NumPy function of each element-wise op and reduction)."""
   node, kind, x = op.node, op.kind, inputs[0]
   if kind == 'elementwise':
-    return _elementwise(g, op, inputs)
+    return _elementwise(g, op, inputs, reasons)
   if kind == 'concat':
     shapes = [v.shape[:2] for v in inputs if v.shape[:2] != (1, 1)]
     if shapes:
@@ -189,7 +274,12 @@ def _apply(g, op, inputs, reasons):
     return value
   size = spatial_size(g, split_input(node.input[0])[0])
   if kind == 'reduce':
-    return op.rule.value(x, None if size is None else size[0] * size[1])
+    value = op.rule.value(x, None if size is None else size[0] * size[1])
+    if _new_nan([x], value):   # only a Sum counts the positions
+      reasons.append((node.name, node.op, 'the input size of this Sum is '
+                      'unknown: it sums a removed channel that is not 0 '
+                      'over an unknown number of positions'))
+    return value
   if kind == 'pool':
     if x.shape[:2] == (1, 1):   # max ignores padding, avg counts valid only
       return x
@@ -221,6 +311,11 @@ def propagate(g, region, position=None):
   values, reasons = {}, []
   for layer in region.sources:
     values[layer.node.name] = source_value(g, layer)
+    if np.isnan(values[layer.node.name][..., empty_filters(g, layer)]).any():
+      reasons.append((layer.node.name, layer.node.op, (
+          'its input size is unknown, and it reads removed channels as '
+          'extra input channels that it zero-pads: what they give its '
+          'outputs varies over the positions')))
   with np.errstate(all='ignore'):
     for op in sorted(region.ops, key=lambda o: position[o.node.name]):
       inputs = []
@@ -229,10 +324,9 @@ def propagate(g, region, position=None):
         inputs.append(values.get(name, np.full(
             (1, 1, region.ids[name].size), np.nan)))
       count = len(reasons)
-      values[op.output] = np.asarray(_apply(g, op, inputs, reasons),
-                                     np.float64)
-      if len(reasons) == count and all(np.isfinite(v).all() for v in inputs) \
-          and not np.isfinite(values[op.output]).all():
+      values[op.output] = _collapse(np.asarray(_apply(g, op, inputs,
+                                                      reasons), np.float64))
+      if len(reasons) == count and _new_nan(inputs, values[op.output]):
         reasons.append((op.node.name, op.node.op, 'the constant a removed '
                         'channel has is not finite after this %s' %
                         op.node.op))

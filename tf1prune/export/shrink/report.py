@@ -7,10 +7,12 @@
     0.5
 
 FLOPs are per example: 2 x the multiply-adds of each Conv2D, MatMul and
-DepthwiseConv2dNative, and of each LRN's band sums (`2 * depth_radius + 1`
-per channel and position); bias adds, activations and pools are not
-counted, nor the Add of a border map, which replaces the bias add with as
-many additions. Parameters are the layer's weight plus the bias right after it,
+DepthwiseConv2dNative (a MatMul of the rows `[N * H * W, C]` that a Reshape
+made of an `[N, H, W, C]` tensor, a 1x1 conv, counts its `H x W` rows of
+one example), and of each LRN's band sums (`2 * depth_radius + 1` per
+channel and position); bias adds, activations and pools are not counted,
+nor the Add of a border map, which replaces the bias add with as many
+additions. Parameters are the layer's weight plus the bias right after it,
 plus the constants the shrink added after it: a border map (`[1, 1,
 H' x W', C]`, bias included; for a large map the table of its distinct rows
 and columns) counts its entries in place of the bias's. Both columns are taken
@@ -67,6 +69,9 @@ class ShrinkReport(object):
       shrunk graph (constants aside).
 
   Attributes:
+    check: the `tf1prune.export.verify.Comparison` of the shrunk graph's
+      outputs with the given graph's on random inputs (None: not asked
+      for, `check=False`).
     file_bytes_before, file_bytes_after: sizes of the .pb files, set by
       `shrink_pb` (None otherwise).
     num_nodes_before, num_nodes_after: nodes of the graphs in those files,
@@ -79,6 +84,7 @@ class ShrinkReport(object):
     self.output_nodes = list(output_nodes)
     self.skipped = list(skipped)
     self.dropped = list(dropped)
+    self.check = None
     self.file_bytes_before = None
     self.file_bytes_after = None
     self.num_nodes_before = None
@@ -123,6 +129,7 @@ class ShrinkReport(object):
                      'bytes_after': self.file_bytes_after},
             'num_nodes': {'before': self.num_nodes_before,
                           'after': self.num_nodes_after},
+            'check': None if self.check is None else self.check.to_dict(),
             'totals': totals}
 
   def format_table(self):
@@ -146,6 +153,8 @@ class ShrinkReport(object):
     if self.file_bytes_before is not None:
       out.append('file size {:,} B -> {:,} B'.format(self.file_bytes_before,
                                                      self.file_bytes_after))
+    if self.check is not None:
+      out.append('check: %s' % self.check.describe())
     for stop in self.stops:
       out.append('kept %d empty output channel(s) of %s: stopped at %s (%s): '
                  '%s' % (stop.channels, stop.layer, stop.node, stop.op,

@@ -17,10 +17,12 @@
     >>> view.value(sink.weight).shape, view.nodes['y'].op   # y: an Add now
     ((2, 1), 'Add')
 
-A class of the region is removed when every source element of it is an
-all-zero filter, no use of the region pins it, its value is a known
-constant everywhere, and every sink can take it; one class of each tensor
-stays, so that no tensor is empty. Removing a class deletes it from the
+A class of the region is removed when its value is a known constant
+wherever it is used (at the sinks' inputs, and at an LRN): every source
+filter of it is all zero, or a product with 0 after the filters that are
+not makes it 0 (a batch norm scale of 0, a zero channel times a gate);
+no use of the region pins it, and every sink can take it. One class of each
+tensor stays, so that no tensor is empty. Removing a class deletes it from the
 sources' weights (output axis), the per-channel constants of the region
 ops, the depthwise weights (input axis), reshape targets, and the sinks'
 weights (input axis). What the removed inputs gave a sink, when it is the
@@ -217,32 +219,65 @@ def _meeting(region, position, classes, cls, kept):
   return None
 
 
+def _exits(region):
+  """The tensors of `region` where its channels' values are used: the
+  sinks' inputs and the LRNs' outputs (an LRN sums its channels' squares:
+  a removed channel must be 0 there, which its value there says)."""
+  tensors = set(tensor for _, tensor in region.sinks)
+  tensors.update(op.output for op in region.ops if op.kind == 'lrn')
+  return tensors
+
+
+def _first_unknown(g, values, classes, c, caused):
+  """(node, op, reason) where class `c` first stops being a known value:
+  the reason its op gave, else that it is not a known constant there."""
+  for tensor, value in values.items():
+    bad = ~np.isfinite(value).all(axis=(0, 1))
+    if bad[classes[tensor] == c].any():
+      if tensor in caused:
+        return caused[tensor]
+      return (tensor, g.nodes[tensor].op, 'the removed channel is not a '
+              'known constant after this %s' % g.nodes[tensor].op)
+  raise ValueError('internal error: channel class %d is not known at a use '
+                   'of its region, yet known everywhere' % c)
+
+
 def _decide(g, region, fold_borders, position, classes, values, reasons,
             objective):
-  """({class: (node, op, reason)} of classes that stay, dead source ids)."""
-  block, dead = {}, set()
+  """({class: (node, op, reason)} of emptied channels that stay, the
+  classes that go).
+
+  A class goes when its value at every exit of the region (`_exits`) is
+  known (every source filter of it empty, or a product with 0 after the
+  ones that are not), nothing pins it, and every sink can take it; the
+  filters of its sources go with it, empty or not.
+  """
+  block, dead, live = {}, set(), set()
   for tensor, why in region.pins:
     for c in classes[tensor]:
       block.setdefault(c, why)
-  live, kept = set(), {}
+  kept = {}
   for layer in region.sources:
     empty = empty_filters(g, layer)
     for c, is_empty in zip(classes[layer.node.name], empty):
       (dead if is_empty else live).add(c)
       kept[layer.node.name, c] = not is_empty
-  for c in dead & live:
+  unknown = set()
+  for tensor in _exits(region):
+    bad = ~np.isfinite(values[tensor]).all(axis=(0, 1))
+    unknown.update(classes[tensor][bad].tolist())
+  for c in dead & live & unknown:
     node = _meeting(region, position, classes, c, dict(
         (name, keeps) for (name, cls), keeps in kept.items() if cls == c))
     where = (node.name, node.op) if node is not None else ('', '')
     block.setdefault(c, where + ('not every member of this add drops the '
                                  'channel: another layer keeps it',))
-  why = reasons[0] if reasons else ('', '', 'the channel is not a known '
-                                    'constant')
   caused = dict((r[0], r) for r in reasons)   # the op whose output it is
-  for tensor, value in values.items():
-    bad = ~np.isfinite(value).all(axis=(0, 1))
-    for c in classes[tensor][bad]:
-      block.setdefault(c, caused.get(tensor, why))
+  for c in sorted(dead & unknown):
+    if c not in block:
+      block[c] = _first_unknown(g, values, classes, c, caused)
+  for c in unknown:
+    block.setdefault(c, ('', '', 'its value varies per example'))
   for layer, tensor in region.sinks:
     if layer.kind != 'conv':
       continue
@@ -263,14 +298,34 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
     for c in classes[tensor][nonzero]:
       block.setdefault(c, node + (limit + ': only channels whose constant '
                                   'is 0 are removed',))
-  _block_costly_maps(g, region, classes, values, dead, block, position,
-                     objective)
-  for tensor in region.ids:
-    gone = [c for c in classes[tensor] if c in dead and c not in block]
-    if len(gone) == classes[tensor].size:
-      block[gone[0]] = (tensor, g.nodes[tensor].op,
-                        'every output channel is empty; one is kept')
-  return block, dead
+  goes = set(c for t in region.ids for c in classes[t].tolist()
+             if c not in block)
+  while True:   # each keeps channels, which may change what the other says
+    count = len(block)
+    _block_costly_maps(g, region, classes, values, goes, block, position,
+                       objective)
+    for tensor in region.ids:
+      _keep_some(g, tensor, classes[tensor], goes, block)
+    if len(block) == count:
+      return block, set(c for c in goes if c not in block)
+
+
+def _keep_some(g, tensor, classes, goes, block):
+  """Keeps the first classes of `tensor` that would go, so that one channel
+  stays (two in `g.keep_two`, where it has two: a conv with one input and
+  one output channel is what TF 2.x's oneDNN kernels get wrong)."""
+  need = min(2 if tensor in g.keep_two else 1, classes.size)
+  staying = sum(1 for c in classes if c not in goes or c in block)
+  for c in classes:
+    if staying >= need:
+      return
+    if c in goes and c not in block:
+      block[c] = (tensor, g.nodes[tensor].op, (
+          'every output channel is empty; one is kept' if need == 1 else
+          'a conv that reads or writes it would have one input and one '
+          'output channel, which TF 2.x\'s oneDNN kernels compute wrongly '
+          'or not at all: two are kept'))
+      staying += int((classes == c).sum())
 
 
 def _padded_before(g, region, position, classes, c, sink):
@@ -286,7 +341,7 @@ def _padded_before(g, region, position, classes, c, sink):
   return found
 
 
-def _block_costly_maps(g, region, classes, values, dead, block, position,
+def _block_costly_maps(g, region, classes, values, goes, block, position,
                        objective):
   """Keeps the channels whose values vary over the positions at a conv that
   would need a `[1, H, W, k]` pattern for them costing more parameters than
@@ -298,7 +353,7 @@ def _block_costly_maps(g, region, classes, values, dead, block, position,
     if layer.kind != 'conv':
       continue
     rows = np.array([i for i, c in enumerate(classes[tensor])
-                     if c in dead and c not in block], np.int64)
+                     if c in goes and c not in block], np.int64)
     x = values[tensor][..., rows] if rows.size else None
     if x is None or x.shape[:2] == (1, 1) or not np.isfinite(x).all() or \
         layer_pads(g, layer.node, g.value(layer.weight).shape[:2]) is None:
@@ -320,6 +375,22 @@ def _block_costly_maps(g, region, classes, values, dead, block, position,
                            '[1, H, W, k] pattern of them would cost more '
                            'parameters than keeping them (shrink objective '
                            'params)' % layer.node.name))
+
+
+def may_shrink(g, region):
+  """True if `region` may lose a channel: a source has an empty filter, or
+  an op multiplies a channel by 0 (a per-channel constant with a 0, a
+  depthwise filter of zeros)."""
+  if any(empty_filters(g, layer).any() for layer in region.sources):
+    return True
+  for op in region.ops:
+    if op.kind == 'elementwise' and op.rule.product and op.const is not None \
+        and not np.all(g.value(op.const)):
+      return True
+    if op.kind == 'depthwise' and not np.all(g.value(op.const).reshape(
+        -1, np.prod(g.value(op.const).shape[2:])).any(axis=0)):
+      return True
+  return False
 
 
 def _delete(g, const, mask, axis=-1):
@@ -353,9 +424,9 @@ def shrink_region(g, region, fold_borders, position=None, objective='flops'):
     return 0, stops
   classes = {t: region.classes(t) for t in region.ids}
   values, reasons = propagate(g, region, position)
-  block, dead = _decide(g, region, fold_borders, position, classes, values,
+  block, goes = _decide(g, region, fold_borders, position, classes, values,
                         reasons, objective)
-  removed = np.array(sorted(c for c in dead if c not in block), np.int64)
+  removed = np.array(sorted(goes), np.int64)
   stops = []
   for layer in region.sources:
     kept = {}

@@ -56,12 +56,12 @@ from tf1prune.export._lazy_graph import LazyGraph
 from tf1prune.export.atomic import write_atomically
 from tf1prune.export.attrs import op_defs, strip_default_attrs
 from tf1prune.export.graph_index import GraphIndex
-from tf1prune.export.names import check_outputs, output_names
+from tf1prune.export.names import check_outputs, output_names, split_input
 from tf1prune.export.progress import notify
 from tf1prune.export.shrink import lrn
 from tf1prune.export.shrink.border_maps import add_border_maps, own_bias
-from tf1prune.export.shrink.rewrite import shrink_region
-from tf1prune.export.shrink.removed_values import empty_filters, extra_count
+from tf1prune.export.shrink.rewrite import may_shrink, shrink_region
+from tf1prune.export.shrink.removed_values import extra_count
 from tf1prune.export.shrink.frozen_graph import FrozenGraph, static_shapes
 from tf1prune.export.shrink.lrn import rewritten_lrn
 from tf1prune.export.shrink.prepare import prepare_graph_def
@@ -70,6 +70,7 @@ from tf1prune.export.shrink.regions import RegionWalk, find_layers
 # tf1prune.export.shrink.run load this module.
 from tf1prune.export.shrink.report import (  # noqa: F401
     LayerShrink, ShrinkReport, ShrinkStop)
+from tf1prune.export.verify import OutputsDiffer, compare_graph_defs
 
 _MAX_ROUNDS = 32
 OBJECTIVES = ('flops', 'params')
@@ -95,7 +96,31 @@ def _stats(g, layer):
   if layer.kind != 'dense':
     out = g.shapes.get(layer.node.name)
     flops = flops * out[1] * out[2] if out and None not in out[1:3] else None
+  else:
+    rows = rows_per_example(g, layer.node)
+    flops = None if rows is None else flops * rows
   return inputs, outputs, params, flops
+
+
+def rows_per_example(g, node):
+  """How many rows of MatMul `node`'s data input one example gives: the
+  positions of an `[N, H, W, C]` tensor that a Reshape (keeping the last
+  axis) turned into rows `[N * H * W, C]` (a 1x1 conv), None if they are
+  unknown; else 1."""
+  name, port = split_input(node.input[0])
+  while port == 0 and name in g.nodes and g.nodes[name].op in (
+      'Identity', 'Snapshot'):
+    name, port = split_input(g.nodes[name].input[0])
+  reshape = g.nodes.get(name)
+  if port != 0 or reshape is None or reshape.op != 'Reshape':
+    return 1
+  source = g.shapes.get(split_input(reshape.input[0])[0])
+  out = g.shapes.get(name)
+  if not source or not out or len(source) < 3 or len(out) != 2 or \
+      source[-1] is None or out[-1] != source[-1]:
+    return 1
+  positions = source[1:-1]
+  return None if None in positions else int(np.prod(positions))
 
 
 def _lrn_rows(g):
@@ -119,10 +144,6 @@ def _lrn_rows(g):
   return sorted(rows)
 
 
-def _empty_outputs(g, layer):
-  return bool(empty_filters(g, layer).any())
-
-
 def _write_back(g):
   for const in g.changed:
     node = g.nodes[const]
@@ -139,11 +160,17 @@ def _round(g, layers, fold_borders, objective, progress=None, stage=''):
   done, stops, changed = set(), [], False
   for count, (name, layer) in enumerate(layers.items()):
     notify(progress, stage, count, len(layers))
-    if layer.kind == 'depthwise' or name in done or \
-        not _empty_outputs(g, layer):
+    if layer.kind == 'depthwise' or name in done:
+      continue
+    if layer.node.name != name:
+      # A graph output that got an Add of folded constants in this round:
+      # it is `<name>/shrink_unfolded` now, which this round's walk does not
+      # know; the next round (there is one: something was removed) does.
       continue
     region = walk.region(name)
     done.update(region.ids)
+    if not may_shrink(g, region):
+      continue
     removed, found = shrink_region(g, region, fold_borders, walk.position,
                                    objective)
     if removed:
@@ -155,7 +182,8 @@ def _round(g, layers, fold_borders, objective, progress=None, stage=''):
 
 
 def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
-                     objective='flops', progress=None):
+                     objective='flops', progress=None, check=True,
+                     input_shapes=None):
   """Returns a smaller copy of frozen `graph_def` and a `ShrinkReport`.
 
   Args:
@@ -179,6 +207,14 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
       extra channels has more entries than the weights it replaces).
     progress: optional `progress(stage, done, total, fraction)` callable
       (`tf1prune.export.progress`): layers done of each round.
+    check: run the shrunk and the given graph on random inputs in the
+      running TensorFlow and compare the outputs (`tf1prune.export.verify`:
+      1e-4 of max|y| for float32); the report's `check` says how it went,
+      and a graph whose outputs differ is refused (`OutputsDiffer`). False:
+      no check (`check` is None).
+    input_shapes: None, or {placeholder name: shape} for the check, for
+      inputs with unknown dimensions besides the batch size (without it
+      such a graph is not checked, and the report says so).
 
   Returns:
     (graph_def, report): the shrunk GraphDef (the nodes the outputs need,
@@ -192,10 +228,13 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
     where and why empty channels had to stay.
 
   Raises:
-    TypeError: `graph_def` is not a `tf.GraphDef` or `fold_borders` not a
-      bool.
+    TypeError: `graph_def` is not a `tf.GraphDef`, `fold_borders` or `check`
+      not a bool, `input_shapes` not a dict.
     ValueError: an output name is not in the graph, `objective` is not
-      'flops' or 'params', or the graph does not import.
+      'flops' or 'params', the graph does not import, or `input_shapes`
+      names no placeholder or does not fit it.
+    OutputsDiffer (a ValueError): the check found the shrunk graph's
+      outputs differ from the given graph's (or it does not run).
   """
   if not isinstance(graph_def, tf.GraphDef):
     raise TypeError('graph_def must be a tf.GraphDef, got %s; parse a .pb '
@@ -204,15 +243,44 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   if not isinstance(fold_borders, bool):
     raise TypeError('fold_borders must be True or False, got %r'
                     % (fold_borders,))
+  if not isinstance(check, bool):
+    raise TypeError('check must be True or False, got %r' % (check,))
   outputs = output_names(output_node_names)
   check_objective(objective)
   check_outputs(outputs, set(n.name for n in graph_def.node), 'graph_def')
   notify(progress, 'preparing the graph', 0, 1)
   graph_def, dropped = _needed(graph_def, outputs)
-  copy = prepare_graph_def(graph_def, outputs)
+  prepared = prepare_graph_def(graph_def, outputs)
   notify(progress, 'preparing the graph', 1, 1)
+  keep_two = set()
+  while True:
+    copy = tf.GraphDef()
+    copy.CopyFrom(prepared)
+    rows, stops, skipped, narrowed = _shrink(copy, outputs, fold_borders,
+                                             objective, progress, keep_two)
+    if narrowed <= keep_two:
+      break
+    keep_two |= narrowed
+  report = ShrinkReport(rows, stops, outputs, skipped, dropped)
+  if check:
+    notify(progress, 'checking the shrunk graph', 0, 1)
+    report.check = compare_graph_defs(graph_def, copy, outputs,
+                                      input_shapes)
+    notify(progress, 'checking the shrunk graph', 1, 1)
+    if report.check.passed is False:
+      raise OutputsDiffer(report.check, 'the shrunk graph', 'check=False')
+  return copy, report
+
+
+def _shrink(copy, outputs, fold_borders, objective, progress, keep_two):
+  """The rounds on the prepared GraphDef `copy` (edited in place): (report
+  rows, stops, skipped layers, the tensors that must keep two channels and
+  did not: `one_channel_convs`)."""
   g = FrozenGraph(copy, outputs)
+  g.keep_two = set(keep_two)
   layers, skipped = find_layers(g)
+  data_inputs = dict((name, split_input(layer.node.input[0])[0])
+                     for name, layer in layers.items())
   before = [_stats(g, layer) for layer in layers.values()]
   stops = []
   for round_index in range(_MAX_ROUNDS):
@@ -233,8 +301,34 @@ def shrink_graph_def(graph_def, output_node_names, fold_borders=True,
   rows = [LayerShrink(layer.node.name, layer.node.op, b[0], a[0], b[1], a[1],
                       b[2], a[2], b[3], a[3])
           for layer, b, a in zip(layers.values(), before, after)]
+  narrowed = one_channel_convs(rows, data_inputs)
   rows.extend(_lrn_rows(g))
-  return copy, ShrinkReport(rows, stops, outputs, skipped, dropped)
+  return rows, stops, skipped, narrowed
+
+
+def one_channel_convs(rows, data_inputs):
+  """The tensors to keep two channels in, so that no Conv2D or depthwise
+  conv the shrink narrowed has one input and one output channel: its
+  output (where it had two or more), else its input.
+
+  TF 2.x's oneDNN kernels compute such a conv wrongly or not at all
+  (`could not create a primitive descriptor for the reorder primitive`,
+  docs/deployment.md); a conv the graph had that way stays as it was.
+
+  Args:
+    rows: the `LayerShrink`s of the layers, by their names at the start
+      (a graph output's is `<name>/shrink_unfolded` at the end).
+    data_inputs: {layer name at the start: the tensor it reads}.
+  """
+  names = list(data_inputs)
+  narrowed = set()
+  for name, row in zip(names, rows):
+    if row.op not in ('Conv2D', 'DepthwiseConv2dNative') or \
+        (row.inputs_after, row.outputs_after) != (1, 1) or \
+        (row.inputs_before, row.outputs_before) == (1, 1):
+      continue
+    narrowed.add(name if row.outputs_before > 1 else data_inputs[name])
+  return narrowed
 
 
 def _needed(graph_def, outputs):
@@ -254,7 +348,7 @@ def _needed(graph_def, outputs):
 
 
 def shrink_pb(path, output_node_names, output_path=None, objective='flops',
-              progress=None):
+              progress=None, check=True, input_shapes=None):
   """Shrinks the binary frozen GraphDef file `path`; returns the report.
 
   Args:
@@ -265,13 +359,16 @@ def shrink_pb(path, output_node_names, output_path=None, objective='flops',
       are left out, so TF 1.15 loads what TF 2.x writes.
     objective: 'flops' or 'params', as for `shrink_graph_def`.
     progress: as `shrink_graph_def`'s.
+    check, input_shapes: as `shrink_graph_def`'s: a shrunk graph whose
+      outputs differ from the file's is not written.
 
   Returns:
     The `ShrinkReport`, with `file_bytes_before`, `file_bytes_after`,
     `num_nodes_before` and `num_nodes_after` set.
 
   Raises:
-    ValueError: `path` is not a GraphDef file, or as `shrink_graph_def`.
+    ValueError: `path` is not a GraphDef file, or as `shrink_graph_def`
+      (`OutputsDiffer`: nothing is written).
   """
   if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
     raise ValueError('path %r is not a file (%s); give the .pb that '
@@ -286,7 +383,8 @@ def shrink_pb(path, output_node_names, output_path=None, objective='flops',
   except Exception as e:  # protobuf's DecodeError differs by version.
     raise ValueError('%s is not a binary GraphDef: %s' % (path, e))
   small, report = shrink_graph_def(graph_def, output_node_names,
-                                   objective=objective, progress=progress)
+                                   objective=objective, progress=progress,
+                                   check=check, input_shapes=input_shapes)
   out = small.SerializeToString()
   with write_atomically(output_path or path) as f:
     f.write(out)

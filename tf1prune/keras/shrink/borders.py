@@ -1,32 +1,38 @@
-"""Border patterns: what a padded depthwise conv makes of a constant channel.
+"""Maps over the positions: the layers that give a removed channel's map back.
 
-    >>> import keras
+    >>> import numpy as np
     >>> from tf1prune.keras.shrink.borders import chain_taps, rebuildable
-    >>> dw = keras.layers.DepthwiseConv2D(3, padding='same')
-    >>> a = chain_taps([dw], (None, 4, 4, 8))         # 16 positions x 9 taps
+    >>> a = chain_taps([], (3, 3), (1, 1), (1, 1), 'SAME', (4, 4))
     >>> a.shape, int(a[0].sum()), int(a[5].sum())     # a corner, the interior
     ((16, 9), 4, 9)
     >>> rebuildable(a)
     True
 
-A removed channel that is the constant `v` goes into a depthwise conv that
-pads with zeros: its output is `v * (sum of the valid taps)`, which differs
-at the borders (a *pattern*, the same for every example). Element-wise
-layers after it (batch norm, ReLU6, ...) keep it a pattern. A 1x1 Conv2D
-that reads such patterns gets their contribution `M[h, w, o]` as a map added
-to its output. `M` depends on the position only through which taps of the
-depthwise conv were valid there (inside the input, not in the padding of
-the conv or of a `ZeroPadding2D` before it), so the same chain applied to a
-channel of ones, ending in a Conv2D of the depthwise conv's geometry
-(`generator_layers`), gives it exactly: its kernel `G` solves `A @ G = M`,
-where row `p` of `A` marks the valid taps at output position `p`
-(`chain_taps`); that works whenever the distinct rows of `A` are linearly
-independent (`rebuildable`), which holds for the usual 3x3 and 5x5 convs.
+A removed channel that no example changes is a constant, or after zero
+padding (a `ZeroPadding2D`, a padded depthwise conv, a pool of a padded
+tensor) a map over the positions, the same for every example. What such
+channels gave a layer that reads them is a map too: `M[h, w, o]` at its
+output. Two ways to give it back with plain Keras layers:
+
+- after a depthwise conv that pads with zeros (SAME, or `ZeroPadding2D`s
+  before it, as Keras's MobileNetV2 does) and element-wise layers, `M`
+  depends on the position only through which taps of the depthwise conv
+  were inside the input there; the same chain applied to a channel of ones,
+  ending in a Conv2D of the depthwise conv's geometry (`generator_layers`),
+  gives it exactly: its kernel `G` solves `A @ G = M`, where row `p` of `A`
+  marks the valid taps at output position `p` (`chain_taps`); that works
+  whenever the distinct rows of `A` are linearly independent
+  (`rebuildable`), which holds for the usual 3x3 and 5x5 convs;
+- any map: a channel of ones pooled to one position and a transposed conv
+  of the map's size whose kernel is the map (`map_layers`): one tap per
+  output position, exact.
 """
 
 import numpy as np
 
-__all__ = ['chain_taps', 'generator_layers', 'pattern_of', 'rebuildable',
+from tf1prune.export.shrink.padding import conv_map, conv_pads
+
+__all__ = ['chain_taps', 'generator_layers', 'map_layers', 'rebuildable',
            'solve']
 
 
@@ -57,14 +63,17 @@ def solve(a, m, kernel):
   return g.reshape(kernel[0], kernel[1], 1, -1)
 
 
-def pattern_of(run, values, shape):
-  """What `run` (a layer call, `layers.run_call` on one tensor) gives
-  for an input whose channel `c` is `values[c]` at every position (NaN read
-  as 0): float64 [Ho, Wo, C'] (batch 1)."""
-  import tensorflow as tf
-  x = np.broadcast_to(np.where(np.isnan(values), 0.0, values),
-                      (1,) + tuple(shape[1:])).astype(np.float32)
-  return np.asarray(run(tf.constant(x)), np.float64)[0]
+def chain_taps(pads, kernel, strides, dilations, padding, size):
+  """[Ho * Wo, kh * kw] float64: which taps of a conv (`kernel`, `strides`,
+  `dilations`, `padding`) read inside an input of `size` [H, W] that zero
+  paddings `pads` ([(top, bottom), (left, right)] each) came before."""
+  x = np.ones(tuple(size) + (1,))
+  for pad in pads:
+    x = np.pad(x, [tuple(p) for p in pad] + [(0, 0)], 'constant')
+  taps = int(kernel[0] * kernel[1])
+  conv_pad = conv_pads(x.shape[:2], kernel, strides, dilations, padding)
+  eye = np.eye(taps).reshape(tuple(kernel) + (1, taps))
+  return conv_map(x, eye, conv_pad, strides, dilations).reshape(-1, taps)
 
 
 def generator_layers(keras, chain, name, out_channels):
@@ -88,19 +97,21 @@ def generator_layers(keras, chain, name, out_channels):
   return layers
 
 
-def chain_taps(chain, in_shape):
-  """[Ho * Wo, kh * kw] float64: which taps of the chain's last (depthwise)
-  layer read inside the chain's input, at each output position."""
-  import tensorflow as tf
-  from tf1prune.keras import _version
-  keras = _version.keras_of(chain[-1])
-  kernel = tuple(chain[-1].get_config()['kernel_size'])
-  taps = kernel[0] * kernel[1]
-  layers = generator_layers(keras, chain, 'taps', taps)
-  x = tf.ones((1,) + tuple(in_shape[1:-1]) + (1,))
-  for pad in layers[1:-1]:
-    x = pad(x)
-  conv = layers[-1]
-  conv(x)                                             # builds it
-  conv.kernel.assign(np.eye(taps, dtype=np.float32).reshape(kernel + (1, taps)))
-  return np.asarray(conv(x), np.float64).reshape(-1, taps)
+def map_layers(keras, name, size, out_channels):
+  """The layers that turn a tensor into a map of `size` ([H, W], or [L] for
+  a rank-3 tensor) and `out_channels` channels: a 1x1 conv of ones (zero
+  kernel, bias 1), a global average pool that keeps one position, and a
+  transposed conv of `size` (kernel to be set: the map, `[H, W, out,
+  1]`)."""
+  one_d = len(size) == 1
+  conv = keras.layers.Conv1D if one_d else keras.layers.Conv2D
+  pool = keras.layers.GlobalAveragePooling1D if one_d else \
+      keras.layers.GlobalAveragePooling2D
+  transposed = keras.layers.Conv1DTranspose if one_d else \
+      keras.layers.Conv2DTranspose
+  return [conv(1, 1, kernel_initializer='zeros', bias_initializer='ones',
+               name=name + '_shrink_ones'),
+          pool(keepdims=True, name=name + '_shrink_pool'),
+          transposed(out_channels, tuple(size), padding='valid',
+                     use_bias=False,
+                     name=name + '_shrink_map')]

@@ -22,7 +22,7 @@ them; biases, activations, batch norms, pools and the other layers
 import numpy as np
 
 from tf1prune.export.shrink.report import LayerShrink, ShrinkReport
-from tf1prune.keras.shrink.layers import is_conv
+from tf1prune.keras.shrink.layer_calls import is_conv
 
 __all__ = ['KerasShrinkReport', 'layer_row']
 
@@ -67,19 +67,20 @@ def layer_row(old, new, call, in_shape, in_after, out_after, helpers=()):
 
   Args:
     old, new: the layer before and after the shrink.
-    call: the old layer's `layers.Call`.
+    call: the old layer's `layer_calls.Call`.
     in_shape: the static shape of its (first) input before the shrink.
     in_after: the input channels after it.
     out_after: the new output's static shape.
-    helpers: (layer, output shape) of the layers the shrink added for this
-      one (a ones channel's 1x1 conv, a border map's conv); their parameters
-      and FLOPs count as this layer's.
+    helpers: (layer, output shape[, input shape]) of the layers the shrink
+      added for this one (a ones channel's 1x1 conv, a border map's conv, a
+      map's transposed conv); their parameters and FLOPs count as this
+      layer's.
   """
   params_before = _params([old])
-  params_after = _params([new] + [h for h, _ in helpers])
+  params_after = _params([new] + [h[0] for h in helpers])
   flops_before = _flops(old, call.shape, in_shape)
   flops_after = [_flops(new, out_after, in_shape)] + [
-      _flops(h, shape) for h, shape in helpers]
+      _flops(*h) for h in helpers]
   flops_after = None if None in flops_after else sum(flops_after)
   if not (params_before or flops_before):
     return None
@@ -98,11 +99,33 @@ class KerasShrinkReport(ShrinkReport):
     layers: list of `LayerShrink`, in the model's order.
     stops: list of `plan.Stop` (layer, channels, reason).
     output_nodes: the names of the layers that give the model's outputs.
+
+  Attributes:
+    check: the `tf1prune.export.same_outputs.OutputDifference` of each
+      output (empty when `shrink_model` ran with `check=False`).
   """
 
   def __init__(self, layers, stops, output_nodes):
     super(KerasShrinkReport, self).__init__(layers, [], output_nodes)
     self.stops = list(stops)
+    self.check = []
+
+  @property
+  def max_difference(self):
+    """The largest |shrunk - model| of any output on the check's inputs
+    (None if not checked)."""
+    if not self.check:
+      return None
+    return max(row.difference for row in self.check)
+
+  def to_dict(self):
+    """The graph report's dict, with `check`: per output its name, largest
+    difference, max |y| and tolerance."""
+    out = super(KerasShrinkReport, self).to_dict()
+    out['check'] = [dict(name=r.name, difference=r.difference,
+                         largest=r.largest, tolerance=r.tolerance)
+                    for r in self.check]
+    return out
 
   def format_table(self):
     """The report as a text table, then one line per stop."""

@@ -1,0 +1,160 @@
+"""Channel groups over any view: which weights' filters go together.
+
+    >>> import tensorflow.compat.v1 as tf
+    >>> from tf1prune.channels import GraphView
+    >>> from tf1prune.channels.groups import GroupWalk
+    >>> with tf.Graph().as_default() as g:
+    ...   x = tf.placeholder(tf.float32, [1, 4, 4, 3])
+    ...   a = tf.nn.conv2d(x, tf.ones([1, 1, 3, 8]), [1] * 4, 'SAME')
+    ...   b = tf.nn.conv2d(a, tf.ones([1, 1, 8, 8]), [1] * 4, 'SAME')
+    ...   y = tf.nn.relu(a + b)
+    >>> walk = GroupWalk(GraphView(g), ['a', 'b'])
+    >>> walk.produce('a', 'a', -1, a, 8)
+    >>> walk.produce('b', 'b', -1, b, 8)
+    >>> walk.run()
+    >>> [str(group) for group in walk.groups()]
+    ['8 channels: a, b']
+
+`GroupWalk(view, order)` is the one walk behind `find_channel_groups`
+(the training graph, `tf1prune.channels.training_graph`) and the Keras
+`Pruner` (`tf1prune.keras.shrink.groups`): each member that starts
+channels (a conv or dense kernel) seeds the output of the node it feeds
+(`produce`); a depthwise kernel is a member whose entries along axis 2 are
+the channels of the depthwise conv's input (`depthwise`, given to `Forward`
+as its `spread` hook); `Forward` follows the channels, and `groups()`
+clusters the members whose channels share a set of the union-find into
+`ChannelGroup`s, with why a group is blocked or gives the model's outputs.
+"""
+
+import collections
+
+from tf1prune.channels.forward import Forward
+from tf1prune.channels.propagate import UnionFind
+
+__all__ = ['ChannelGroup', 'GroupMember', 'GroupWalk']
+
+
+class GroupMember(collections.namedtuple(
+    'GroupMember', ['name', 'weight', 'axis', 'units'])):
+  """One weight of a `ChannelGroup`.
+
+  Attributes:
+    name: the raw weight's name (as `MaskedWeight.name`; `layer/kernel` for
+      a Keras weight).
+    weight: the raw weight (a tensor, or a Keras variable).
+    axis: the weight axis whose entries are its channels: -1 for conv kernels
+      `[kh, kw, in, out]` and dense `[in, out]`, 2 for depthwise kernels
+      `[kh, kw, in, multiplier]`.
+    units: tuple of ints, the group's unit of each entry along `axis`.
+  """
+
+
+class ChannelGroup(collections.namedtuple(
+    'ChannelGroup', ['members', 'num_units', 'blocked', 'outputs'])):
+  """Weights whose channels are pruned together.
+
+  Attributes:
+    members: tuple of `GroupMember`, in graph order.
+    num_units: how many coupled channels the group has.
+    blocked: None, or why its channels cannot be removed.
+    outputs: None, or why its channels are the model's outputs (they reach a
+      softmax, a softmax loss, an argmax or a top-k, or nothing reads them):
+      filter pruning leaves such a group alone unless the user names it.
+  """
+
+  def __new__(cls, members, num_units, blocked, outputs=None):
+    return super(ChannelGroup, cls).__new__(cls, members, num_units, blocked,
+                                            outputs)
+
+  def __str__(self):
+    text = '%d channels: %s' % (self.num_units,
+                                ', '.join(m.name for m in self.members))
+    return text + (' (blocked: %s)' % self.blocked if self.blocked else '')
+
+
+class GroupWalk(object):
+  """The members of the channel groups; `Forward` follows their channels.
+
+  Args:
+    view: a channel view (see `tf1prune.channels`).
+    order: the members' names in the order groups list them.
+  """
+
+  def __init__(self, view, order):
+    self.forward = Forward(view, self._depthwise)
+    self.sets = self.forward.sets
+    self.members = []      # (name, weight, axis, set ids)
+    self.depthwise_members = {}    # depthwise node name -> (name, weight)
+    self.order = dict((name, i) for i, name in enumerate(order))
+    self.unit_of_root = {}  # set root -> (group index, unit), by `groups`
+
+  def produce(self, name, weight, axis, tensor, channels):
+    """Member `name` writes the `channels` channels of `tensor` (its
+    entries along `axis`, one per channel)."""
+    ids = self.forward.seed(tensor, channels)
+    self.members.append((name, weight, axis, ids))
+
+  def depthwise(self, node, name, weight, axis=2, multiplier=1):
+    """Member `name` is the filter of the depthwise conv `node`: its entries
+    along axis 2 are the channels of the node's input (`axis` -1: its last
+    axis holds `multiplier` entries per input channel, as a grouped conv's
+    kernel `[kh, kw, 1, C * multiplier]`)."""
+    self.depthwise_members[self.forward.view.name(node)] = (
+        name, weight, axis, multiplier)
+
+  def run(self):
+    self.forward.run()
+
+  def _depthwise(self, node, first):
+    member = self.depthwise_members.get(self.forward.view.name(node))
+    ids = list(first)
+    if member is not None:
+      for c, i in enumerate(ids):
+        if i is None:
+          ids[c] = int(self.sets.add()[0])
+          self.forward.blocked[ids[c]] = (
+              'depthwise %s reads input channel %d, which no masked weight '
+              'produces' % (self.forward.view.name(node), c))
+      name, weight, axis, multiplier = member
+      units = ids if axis == 2 else [i for i in ids for _ in range(multiplier)]
+      self.members.append((name, weight, axis, units))
+    return ids
+
+  def groups(self):
+    """Clusters members that share a set into `ChannelGroup`s."""
+    layers = UnionFind()
+    ids = list(layers.add(len(self.members)))
+    owner = {}
+    for index, (_, _, _, sets) in enumerate(self.members):
+      for i in sets:
+        root = self.sets.find(i)
+        if root in owner:
+          layers.union([owner[root]], [ids[index]])
+        owner[root] = ids[index]
+    clusters = collections.OrderedDict()
+    by_order = sorted(range(len(self.members)),
+                      key=lambda i: self.order[self.members[i][0]])
+    for index in by_order:
+      clusters.setdefault(layers.find(index), []).append(index)
+    blocked, outputs = {}, {}
+    for i, reason in self.forward.blocked.items():
+      blocked.setdefault(self.sets.find(i), reason)
+    for i, reason in self.forward.outputs.items():
+      outputs.setdefault(self.sets.find(i), reason)
+    result = []
+    for indices in clusters.values():
+      unit_of = collections.OrderedDict()
+      members, reason, output = [], None, None
+      for index in indices:
+        name, weight, axis, sets = self.members[index]
+        roots = [self.sets.find(i) for i in sets]
+        units = tuple(unit_of.setdefault(r, len(unit_of)) for r in roots)
+        members.append(GroupMember(name, weight, axis, units))
+        for r in roots:
+          reason = reason or blocked.get(r)
+          output = output or outputs.get(r)
+      for root, unit in unit_of.items():
+        self.unit_of_root[root] = (len(result), unit)
+      result.append(ChannelGroup(tuple(members), len(unit_of), reason,
+                                 output))
+    return result
