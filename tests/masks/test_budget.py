@@ -43,7 +43,7 @@ def _chain(sizes, inputs=5, outputs=3, kernel=9, positions=16):
 
 
 def _reference(importance, group, cost, budget, current, normalization,
-               least, multiple, locked, metric):
+               least, multiple, locked, metric, exponent):
   importance = np.where(np.isnan(importance), np.inf, importance)
   if locked is not None:
     importance = np.where(locked, np.inf, importance)
@@ -70,7 +70,8 @@ def _reference(importance, group, cost, budget, current, normalization,
       up[u], down[u] = 1.0, 0.0
       saved += cost(up, metric) - cost(down, metric)
     saved /= len(units)
-    score[units] = score[units] / saved if saved > 0 else np.inf
+    score[units] = (score[units] / saved ** exponent if saved > 0
+                    else np.inf)
   score = np.where(np.isfinite(importance), score, np.inf)
   order = sorted(range(len(score)), key=lambda u: (score[u], u))
   rank = np.zeros(len(score), int)
@@ -114,14 +115,16 @@ def test_equals_the_one_at_a_time_reference(seed):
   normalization = ('mean', 'max', 'none')[seed % 3]
   least, multiple = (1, 1) if seed % 2 else (rs.randint(0, 3),
                                              rs.randint(1, 4))
+  exponent = (0.0, 0.5, 1.0, 2.0)[seed % 4]
   dense = cost(np.ones(len(group)), metric)
   budget = dense * rs.uniform(0.1, 0.9)
   expected = _reference(importance, group, cost, budget, current,
-                        normalization, least, multiple, locked, metric)
+                        normalization, least, multiple, locked, metric,
+                        exponent)
   keep, achieved = _run(
       tf.constant(importance), group, model.arrays(metric), budget,
       tf.constant(current), normalization, least, multiple,
-      None if locked is None else tf.constant(locked))
+      None if locked is None else tf.constant(locked), exponent)
   assert keep.tolist() == expected.tolist()
   assert achieved == cost(expected, metric)
   assert achieved == model.cost(expected, metric)
@@ -142,6 +145,27 @@ def test_a_budget_above_the_cost_keeps_everything():
                         model.arrays('flops'), 1e12)
   assert keep.tolist() == [1.0] * 5
   assert achieved == model.cost(None, 'flops')
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_monotone_removes_what_current_removed_first(seed):
+  # A unit `current` removed leaves before any other, whatever its
+  # importance; then the rest go as they would with those units given
+  # the lowest importance of all (unnormalized, no floor: nothing else
+  # moves the order).
+  rs = np.random.RandomState(seed)
+  model, group, cost = _chain(rs.randint(2, 7, 3))
+  importance = rs.uniform(1, 2, len(group))
+  current = (rs.rand(len(group)) < 0.7).astype(np.float64)
+  budget = cost(current, 'flops') * (0.5, 0.8, 1.2)[seed % 3]
+  keep, achieved = _run(tf.constant(importance), group,
+                        model.arrays('flops'), budget, tf.constant(current),
+                        'none', 0, monotone=True)
+  assert (keep <= current).all() and achieved <= budget
+  lowest = np.where(current > 0, importance, importance - 10.0)
+  expected = _reference(lowest, group, cost, budget, current, 'none', 0, 1,
+                        None, 'flops', 0.0) * current     # none comes back
+  assert keep.tolist() == expected.tolist()
 
 
 @pytest.mark.parametrize('kwargs,message', [

@@ -49,7 +49,7 @@ def _prune(net, size, budget, criterion='l2', steps=5):
   labels = tf.placeholder(tf.int32, [None])
   loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
   step = tf.train.get_or_create_global_step()
-  train = tf.train.GradientDescentOptimizer(1e-4).minimize(loss, step)
+  train = tf.train.GradientDescentOptimizer(1e-6).minimize(loss, step)
   pruning = tf1prune.Pruning(tf1prune.get_pruning_hparams().parse(
       HPARAMS % (budget, criterion)))
   with tf.control_dependencies([train]):
@@ -59,8 +59,10 @@ def _prune(net, size, budget, criterion='l2', steps=5):
   sess.run(tf.global_variables_initializer())
   randomize_batch_norm(sess, rs)
   for _ in range(steps):
-    sess.run(update, {images: rs.uniform(0, 1, [2, size, size, 3]),
-                      labels: rs.randint(0, 10, [2])})
+    feed = {images: rs.uniform(0, 1, [2, size, size, 3]),
+            labels: rs.randint(0, 10, [2])}
+    assert np.isfinite(sess.run(loss, feed))   # a net that trains
+    sess.run(update, feed)
   return pruning, sess, output.op.name
 
 

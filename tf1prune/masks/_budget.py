@@ -22,7 +22,9 @@ pruned alone) gets one score: its importance, divided by its group's mean
 importance (`normalization='mean'`, so that layers of different sizes
 compare; 'max', or 'none' to keep the importance as it is), divided by what
 removing one of its group's units saves at the current widths (the
-derivative of the cost model's sum, averaged over the group's units). Units
+derivative of the cost model's sum, averaged over the group's units) to the
+power `cost_exponent` (0 by default: the importance alone ranks, and units
+that save nothing never leave; 1: importance per unit of cost saved). Units
 leave in the order of that score, lowest first, until the cost of what is
 left is within the budget; each group then keeps its best units by its own
 importance, as many as the order left it, raised to `min_channels` and to
@@ -127,7 +129,7 @@ def _group_ranks(importance, unit_group):
 
 def budget_masks(importance, unit_group, cost, budget, current=None,
                  normalization='mean', min_channels=1, multiple=1,
-                 locked=None, cost_exponent=1.0):
+                 locked=None, cost_exponent=0.0, monotone=False):
   """Returns (float32 [U] keep mask, float64 cost): the units that stay.
 
   Args:
@@ -146,8 +148,11 @@ def budget_masks(importance, unit_group, cost, budget, current=None,
     multiple: int >= 1, each group's kept count is rounded up to a multiple.
     locked: optional bool [U] tensor, units always kept.
     cost_exponent: float >= 0, the power of what a unit saves that its
-      importance is divided by (1: per unit of cost; 0: not cost-aware, the
-      importances alone rank, as NNCF's filter pruning does).
+      importance is divided by (0: the importances alone rank, as NNCF's
+      filter pruning does; 1: importance per unit of cost saved).
+    monotone: True: a unit that `current` removed (and `locked` does not
+      keep) stays removed: it leaves first and ranks last in its group, so a
+      budget that only falls only removes units.
 
   Raises:
     ValueError: a bad `normalization`, `min_channels`, `multiple` or
@@ -190,9 +195,16 @@ def budget_masks(importance, unit_group, cost, budget, current=None,
           [num_units], np.float64(np.inf)))
   score = tf.where_v2(tf.math.is_finite(importance), score,
                       tf.fill([num_units], np.float64(np.inf)))
+  start = tf.constant(0)
+  if monotone:
+    gone = tf.logical_and(keep_now <= 0, importance < np.inf)
+    start = tf.reduce_sum(tf.cast(gone, tf.int32))
+    score = tf.where_v2(gone, tf.fill([num_units], np.float64(-np.inf)),
+                        score)
+    importance = tf.where_v2(gone, score, importance)
   order = tf.argsort(score, stable=True)            # lowest score leaves first
   position = tf.scatter_nd(order[:, None], tf.range(num_units), [num_units])
-  removable = tf.reduce_sum(tf.cast(tf.math.is_finite(score), tf.int32))
+  removable = tf.reduce_sum(tf.cast(score < np.inf, tf.int32))
   rank = _group_ranks(importance, unit_group)
   floor = np.minimum(least, sizes)
 
@@ -212,6 +224,6 @@ def budget_masks(importance, unit_group, cost, budget, current=None,
     return tf.where_v2(fits, low, mid + 1), tf.where_v2(fits, mid, high)
 
   low, _ = tf.while_loop(lambda low, high: low < high, search,
-                         [tf.constant(0), removable])
+                         [start, removable])
   keep = keep_after(low)
   return tf.cast(keep, tf.float32), cost.cost(keep)

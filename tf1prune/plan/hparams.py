@@ -60,8 +60,8 @@ _DEFAULTS = (
     # Pruning to a budget (tf1prune.plan.budget).
     ('budget', ''),
     ('budget_criterion', 'l2'),
-    ('budget_normalization', 'none'),
-    ('budget_cost_exponent', 1.0),
+    ('budget_normalization', 'mean'),
+    ('budget_cost_exponent', 0.0),
     ('budget_taylor_decay', 0.9),
     ('budget_sensitivity', ''),
     ('budget_max_drop', 0.01),

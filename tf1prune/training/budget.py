@@ -256,8 +256,11 @@ class BudgetPlan(object):
 
   def _floors(self):
     """int [G]: the units each group keeps at least: its
-    `channel_group_min_channels`, raised by the sensitivity limits."""
-    least = self.spec.channel_groups[1]
+    `channel_group_min_channels`, raised to 2 (the shrink never narrows a
+    conv to one input and one output channel, which TF 2.x's oneDNN
+    kernels compute wrongly: it would keep a second one) and by the
+    sensitivity limits."""
+    least = max(self.spec.channel_groups[1], 2)
     floors = np.array([min(least, g.num_units) for g in self.groups],
                       np.int64)
     if self.spec.budget_sensitivity:
@@ -371,7 +374,8 @@ class BudgetPlan(object):
             self.model.arrays(self.budget.kind))
     return budget_masks(scores, self.unit_group, cost, budget, current,
                         self.spec.budget_normalization, self.floors,
-                        self.multiple, locked, self.spec.budget_cost_exponent)
+                        self.multiple, locked, self.spec.budget_cost_exponent,
+                        monotone=True)
 
   def split(self, units):
     """The [U] tensor `units`, one piece per group."""
