@@ -87,7 +87,16 @@ OPS = {
                                         [-1, 1, 1, _C]),
     'Squeeze': lambda h: h * tf.expand_dims(tf.expand_dims(tf.squeeze(
         tf.reduce_mean(h, [1, 2], keepdims=True), [1, 2]), 1), 1),
+    'StridedSlice': lambda h: h[:, 1:, :-1, :],
+    'Slice': lambda h: tf.slice(h, [0, 1, 0, 0], [-1, 3, -1, _C]),
+    'SpaceToBatchND': lambda h: tf.batch_to_space_nd(tf.nn.relu(
+        tf.space_to_batch_nd(h, [_SIZE, 1], [[0, 0], [0, 0]])), [_SIZE, 1],
+                                                     [[0, 0], [0, 0]]),
+    'ResizeBilinear': lambda h: tf.image.resize_bilinear(h, [7, 7]),
+    'ResizeNearestNeighbor': lambda h: tf.image.resize_nearest_neighbor(
+        h, [7, 7]),
 }
+OPS['BatchToSpaceND'] = OPS['SpaceToBatchND']
 OPS['ExpandDims'] = OPS['Squeeze']
 # Blocks of modern nets, built as TF builds them.
 BLOCKS = {

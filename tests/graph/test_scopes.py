@@ -202,3 +202,46 @@ def test_locking_scope_around_masked_layer_locks_inside_the_mask():
   expected = np_reference.magnitude_mask(scores, 0.9)   # the map's 0.9 applies
   expected[index] = 1.0                                 # locked: kept as it was
   np.testing.assert_array_equal(mask, expected)
+
+
+def _depthwise_same(x, w):
+  """A stride-1 SAME depthwise conv: x [N, H, W, C], w [k, k, C, M]."""
+  k = w.shape[0]
+  padded = np.pad(x, [(0, 0), (k // 2, k // 2), (k // 2, k // 2), (0, 0)])
+  out = np.zeros(x.shape + (w.shape[3],))
+  for i in range(k):
+    for j in range(k):
+      window = padded[:, i:i + x.shape[1], j:j + x.shape[2], :, None]
+      out += window * w[i, j]
+  return out.reshape(x.shape[:3] + (-1,))
+
+
+def _pointwise(x, w):
+  return np.einsum('nhwc,co->nhwo', x, w[0, 0])
+
+
+def test_default_pattern_masks_the_pointwise_weights_of_separable_convs():
+  images = _images()
+  with tf1prune.pruning_scope() as masked:
+    net = slim.separable_conv2d(images, 4, 3, depth_multiplier=2,
+                                activation_fn=None, scope='sep')
+    depthwise_only = slim.separable_conv2d(net, None, 3, depth_multiplier=1,
+                                           scope='dw')
+  assert masked == ['sep/pointwise_weights']
+  assert [m.op.name for m in tf1prune.get_masks()] == [
+      'sep/pointwise_weights/mask']
+  assert [m.op.name for m in tf1prune.get_masked_weights()] == [
+      'sep/pointwise_weights/weights/masked_weight']
+  pointwise = tf.global_variables('sep/pointwise_weights')[0]
+  depthwise = tf.global_variables('sep/depthwise_weights')[0]
+  mask = tf1prune.get_masks()[0]
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    half = np.ones(mask.shape.as_list(), np.float32)
+    half[..., :2] = 0.0
+    sess.run(mask.assign(half))
+    got, image, dw, pw = sess.run([net, images, depthwise, pointwise])
+    assert sess.run(depthwise_only).shape == (2, 6, 6, 4)
+  expected = _pointwise(_depthwise_same(image, dw), pw * half)
+  np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+  assert not got[..., :2].any()

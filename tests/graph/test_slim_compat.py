@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -176,3 +177,65 @@ def test_same_outputs_and_updates_as_slim_batch_norm(name):
 if __name__ == '__main__':
   tf.disable_eager_execution()
   print(json.dumps(_net_variables(sys.argv[1:])))
+
+
+_MOBILENET_LIKE = '''
+import tf_slim as slim
+V2_DEF = dict(defaults={
+    (slim.conv2d,): {'normalizer_fn': slim.batch_norm},
+    (slim.batch_norm,): {'center': True, 'scale': True}})
+'''
+
+
+def _import_mobilenet_like(name):
+  """A module that keeps `slim.batch_norm` in a module-level dict when it is
+  imported, as tf-slim's MobileNet v2/v3 nets do."""
+  module = types.ModuleType(name)
+  sys.modules[name] = module
+  exec(_MOBILENET_LIKE, module.__dict__)   # pylint: disable=exec-used
+  return module
+
+
+def _build_with(defs):
+  images = tf.zeros([2, 8, 8, 3])
+  conv = defs['defaults'][(slim.conv2d,)]
+  norm = defs['defaults'][(slim.batch_norm,)]
+  return slim.conv2d(images, 4, 3, normalizer_fn=conv['normalizer_fn'],
+                     normalizer_params=norm, scope='conv1')
+
+
+def test_a_module_that_captured_slim_batch_norm_before_the_context_is_named(
+    tf_warnings):
+  name = 'test_mobilenet_like_outside'
+  try:
+    outside = _import_mobilenet_like(name)
+    with slim_compat.use_tf1prune_batch_norm():
+      pass
+  finally:
+    del sys.modules[name]
+  (warning,) = [m for m in tf_warnings if 'batch_norm' in m]
+  assert warning.startswith(
+      "%s.V2_DEF hold tf-slim's own batch_norm, taken when they were "
+      "imported" % name)
+  assert 'Import these modules inside use_tf1prune_batch_norm()' in warning
+  assert "No module named 'tf_keras'" in warning
+  held = outside.V2_DEF['defaults'][(slim.conv2d,)]['normalizer_fn']
+  assert held is not tf1prune.batch_norm
+
+
+def test_a_module_imported_inside_the_context_uses_tf1prune_batch_norm(
+    tf_warnings):
+  name = 'test_mobilenet_like_inside'
+  try:
+    with slim_compat.use_tf1prune_batch_norm():
+      inside = _import_mobilenet_like(name)
+      _build_with(inside.V2_DEF)
+  finally:
+    del sys.modules[name]
+  assert not [m for m in tf_warnings if 'batch_norm' in m]
+  assert inside.V2_DEF['defaults'][(slim.conv2d,)][
+      'normalizer_fn'] is tf1prune.batch_norm
+  assert sorted(v.op.name for v in tf.global_variables()) == [
+      'conv1/BatchNorm/beta', 'conv1/BatchNorm/gamma',
+      'conv1/BatchNorm/moving_mean', 'conv1/BatchNorm/moving_variance',
+      'conv1/weights']

@@ -432,3 +432,37 @@ def test_pruning_scope_on_a_tf_slim_resnet_finds_and_prunes_its_groups(
     for record in (t.record for t in item.targets):
       mask = sess.run(record.mask)
       np.testing.assert_array_equal(mask, np.broadcast_to(kept, mask.shape))
+
+
+def _stops_warnings(tf_warnings):
+  return [w for w in tf_warnings if 'where the shrink stops' in w]
+
+
+def test_a_group_that_reaches_a_stop_is_pruned_with_one_warning(tf_warnings):
+  x = tf.placeholder(tf.float32, [2, 6, 6, 3])
+  a = _conv(x, 4, 1, 'a')
+  summed = tf.cumsum(a, axis=1, name='running')
+  tf.reduce_mean(_conv(summed, 5, 1, 'next'))   # a loss
+  values = _values(8)
+  step, p = _pruning('granularity_map=[.*:coupled_filter]')
+  p.coupled_groups()
+  update = p.mask_update_op()
+  sess = _session(values)
+  sess.run(tf.assign(step, 1000))
+  sess.run(update)
+  _check_filters(_masks(sess), _expected(values, 0.5, groups=[['a'],
+                                                              ['next']]))
+  assert _stops_warnings(tf_warnings) == [
+      'coupled_filter: channel group [4 channels: a/weights] reaches running '
+      '(Cumsum), where the shrink stops its channels (Cumsum is not among '
+      'the ops the shrink passes): its filters are pruned, but the exported '
+      'graph keeps them']
+
+
+def test_groups_whose_channels_reach_only_layers_and_losses_do_not_warn(
+    tf_warnings):
+  _residual_net()
+  values = _values(9)
+  _update('granularity_map=[.*:coupled_filter]', values)
+  assert _stops_warnings(tf_warnings) == []
+  assert [g.stop for g in tf1prune.find_channel_groups()] == [None] * 4

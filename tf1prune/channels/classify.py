@@ -18,7 +18,8 @@ last axis lines up with the output's), which are per-channel parameters
 are other tensors (`loose`: a tensor that carries one channel and is
 broadcast over all of them, spatial attention's map, is one), and what the
 op needs (`extra`: the concat
-widths, the depthwise multiplier, the rows of a flatten, the pads, ...).
+widths, the depthwise multiplier, the rows of a flatten, the pads, the
+positions a slice takes, ...).
 Otherwise it returns `(None, why)`: the channels end there, and why.
 """
 
@@ -153,6 +154,85 @@ def _reshape(view, node, rule, channels):
                 % (view.op_type(node), out))
 
 
+def _strided(view, node, rank, channels):
+  """(the [H, W] slices, the channel axis's explicit end or None, None) of
+  a StridedSlice that takes every channel whole, else (None, None, why)."""
+  op = view.op_type(node)
+  ends = [view.constant(t) for t in view.inputs(node)[1:4]]
+  if any(e is None or np.shape(e) != (rank,) for e in ends):
+    return None, None, 'its begin, end and strides are not constants'
+  begin, end, strides = [[int(v) for v in e] for e in ends]
+  if any(view.attr(node, k, 0) for k in ('ellipsis_mask', 'new_axis_mask',
+                                         'shrink_axis_mask')):
+    return None, None, ('only a %s without ellipsis, new or shrunk axes is '
+                        'passed' % op)
+  masks = [view.attr(node, k, 0) for k in ('begin_mask', 'end_mask')]
+  last = rank - 1
+  first = None if masks[0] & (1 << last) else begin[last]
+  stop = None if masks[1] & (1 << last) else end[last]
+  if strides[last] != 1 or first not in (None, 0) or \
+      (stop is not None and stop < channels):
+    return None, None, ('a %s of a channel range: only slices that take '
+                        'the channel axis whole are passed' % op)
+  cuts = [slice(None if masks[0] & (1 << a) else begin[a],
+                None if masks[1] & (1 << a) else end[a], strides[a])
+          for a in (1, 2)]
+  return cuts, stop, None
+
+
+def _plain_slice(view, node, rank, channels):
+  """As `_strided`, for a Slice (begin and size)."""
+  begin, size = [view.constant(t) for t in view.inputs(node)[1:3]]
+  if begin is None or size is None or np.shape(begin) != (rank,) or \
+      np.shape(size) != (rank,):
+    return None, None, 'its begin and size are not constants'
+  begin, size = [[int(v) for v in e] for e in (begin, size)]
+  last = rank - 1
+  if begin[last] != 0 or size[last] not in (-1, channels):
+    return None, None, ('a Slice of a channel range: only slices that take '
+                        'the channel axis whole are passed')
+  cuts = [slice(begin[a], None if size[a] == -1 else begin[a] + size[a])
+          for a in (1, 2)]
+  return cuts, None if size[last] == -1 else size[last], None
+
+
+def _slice(view, node, rule, channels):
+  """A StridedSlice or Slice of positions (or of the batch) that keeps every
+  channel: extra is the [H, W] slices and the channel axis's explicit
+  end or size (None if masked or -1), which the shrink rewrites."""
+  source = view.shape(view.inputs(node)[0])
+  if not source or len(source) != 4 or source[-1] is None:
+    return None, ('only a %s of an NHWC tensor of known channels is passed'
+                  % view.op_type(node))
+  take = _strided if view.op_type(node) == 'StridedSlice' else _plain_slice
+  cuts, stop, why = take(view, node, 4, source[-1])
+  if why is not None:
+    return None, why
+  if source[-1] != channels:
+    return None, 'its channels do not line up'
+  return ChannelOp('slice', node, [0], [], [], (cuts, stop), rule), None
+
+
+def _spatial(view, node, rule, channels):
+  """SpaceToBatchND, BatchToSpaceND or a resize of an NHWC tensor: extra is
+  (op type, block shape, [[before, after]] * 2 pads or crops), the last two
+  None for a resize."""
+  op = view.op_type(node)
+  source = view.shape(view.inputs(node)[0])
+  if not source or len(source) != 4 or source[-1] != channels:
+    return None, 'only a %s of NHWC tensors is passed' % op
+  if op.startswith('Resize'):
+    return ChannelOp('spatial', node, [0], [], [], (op, None, None),
+                     rule), None
+  block, pads = [view.constant(t) for t in view.inputs(node)[1:3]]
+  if block is None or pads is None or np.shape(block) != (2,) or \
+      np.shape(pads) != (2, 2):
+    return None, ('only a %s of the height and width by constants is '
+                  'passed' % op)
+  return ChannelOp('spatial', node, [0], [], [], (
+      op, [int(b) for b in block], np.asarray(pads).tolist()), rule), None
+
+
 def _depthwise(view, node, rule):
   if not _nhwc(view, node):
     return None, 'only NHWC convolutions are shrunk'
@@ -196,6 +276,10 @@ def classify(view, node, carries):
     return _concat(view, node, rule, carries)
   if rule.kind == 'reshape':
     return _reshape(view, node, rule, channels)
+  if rule.kind == 'slice':
+    return _slice(view, node, rule, channels)
+  if rule.kind == 'spatial':
+    return _spatial(view, node, rule, channels)
   if rule.kind == 'lrn':
     if len(out) != 4:
       return None, 'only an LRN of NHWC tensors is passed'

@@ -28,8 +28,11 @@ clusters the members whose channels share a set of the union-find into
 
 import collections
 
+import numpy as np
+
 from tf1prune.channels.forward import Forward
 from tf1prune.channels.propagate import UnionFind
+from tf1prune.channels.table import NOT_READING, OUTPUT_OPS, rule_of
 
 __all__ = ['ChannelGroup', 'GroupMember', 'GroupWalk']
 
@@ -50,7 +53,8 @@ class GroupMember(collections.namedtuple(
 
 
 class ChannelGroup(collections.namedtuple(
-    'ChannelGroup', ['members', 'num_units', 'blocked', 'outputs'])):
+    'ChannelGroup', ['members', 'num_units', 'blocked', 'outputs',
+                     'stop'])):
   """Weights whose channels are pruned together.
 
   Attributes:
@@ -60,16 +64,51 @@ class ChannelGroup(collections.namedtuple(
     outputs: None, or why its channels are the model's outputs (they reach a
       softmax, a softmax loss, an argmax or a top-k, or nothing reads them):
       filter pruning leaves such a group alone unless the user names it.
+    stop: None, or (node, op, why) where its channels reach an op of the
+      model that the table stops (not a layer, an output op, a summary or
+      a loss over the batch): the shrink keeps the group's channels there,
+      so filters pruned in it stay in the exported graph.
   """
 
-  def __new__(cls, members, num_units, blocked, outputs=None):
+  def __new__(cls, members, num_units, blocked, outputs=None, stop=None):
     return super(ChannelGroup, cls).__new__(cls, members, num_units, blocked,
-                                            outputs)
+                                            outputs, stop)
 
   def __str__(self):
     text = '%d channels: %s' % (self.num_units,
                                 ', '.join(m.name for m in self.members))
     return text + (' (blocked: %s)' % self.blocked if self.blocked else '')
+
+
+class _StopsWalk(Forward):
+  """`Forward` that records, per channel id, the first op of the model
+  where the table stops it (`GroupWalk`'s `stops`)."""
+
+  def __init__(self, view, spread):
+    super(_StopsWalk, self).__init__(view, spread)
+    self.stops = {}
+
+  def _loss(self, node):
+    """True for a reduction over the batch axis (a loss or a metric, not
+    part of the exported model)."""
+    view = self.view
+    if rule_of(view.op_type(node)).kind != 'reduce':
+      return False
+    inputs = view.inputs(node)
+    axes = view.constant(inputs[1]) if len(inputs) > 1 else None
+    return axes is None or 0 in [int(a) for a in np.ravel(axes)]
+
+  def ended(self, node, why):
+    view = self.view
+    op = view.op_type(node)
+    if rule_of(op).kind == 'layer' or op in OUTPUT_OPS or \
+        op in NOT_READING or self._loss(node):
+      return
+    for tensor in view.inputs(node):
+      for i in self.ids.get(view.key(tensor), ()) if self.carries(
+          tensor) else ():
+        if i is not None:
+          self.stops.setdefault(i, (view.name(node), op, why))
 
 
 class GroupWalk(object):
@@ -81,7 +120,7 @@ class GroupWalk(object):
   """
 
   def __init__(self, view, order):
-    self.forward = Forward(view, self._depthwise)
+    self.forward = _StopsWalk(view, self._depthwise)
     self.sets = self.forward.sets
     self.members = []      # (name, weight, axis, set ids)
     self.depthwise_members = {}    # depthwise node name -> (name, weight)
@@ -136,15 +175,17 @@ class GroupWalk(object):
                       key=lambda i: self.order[self.members[i][0]])
     for index in by_order:
       clusters.setdefault(layers.find(index), []).append(index)
-    blocked, outputs = {}, {}
+    blocked, outputs, stops = {}, {}, {}
     for i, reason in self.forward.blocked.items():
       blocked.setdefault(self.sets.find(i), reason)
+    for i, where in sorted(self.forward.stops.items()):
+      stops.setdefault(self.sets.find(i), where)
     for i, reason in self.forward.outputs.items():
       outputs.setdefault(self.sets.find(i), reason)
     result = []
     for indices in clusters.values():
       unit_of = collections.OrderedDict()
-      members, reason, output = [], None, None
+      members, reason, output, stop = [], None, None, None
       for index in indices:
         name, weight, axis, sets = self.members[index]
         roots = [self.sets.find(i) for i in sets]
@@ -153,8 +194,9 @@ class GroupWalk(object):
         for r in roots:
           reason = reason or blocked.get(r)
           output = output or outputs.get(r)
+          stop = stop or stops.get(r)
       for root, unit in unit_of.items():
         self.unit_of_root[root] = (len(result), unit)
       result.append(ChannelGroup(tuple(members), len(unit_of), reason,
-                                 output))
+                                 output, stop))
     return result

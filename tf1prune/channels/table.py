@@ -16,7 +16,11 @@ A `Rule` per op type says two things:
   `[N, C] <-> [N, 1, 1, C]`, `[N, H, W, C] <-> [N * H * W, C]`),
   `lrn` (channel c of the output is channel c of the input divided by a sum
   over a band of channels around it),
-  `reduce` (over height and width), `pool`, `pad`, `identity_n`, `layer`
+  `reduce` (over height and width), `pool`, `pad`, `slice` (a
+  `StridedSlice` or `Slice` of the positions or the batch that takes the
+  channel axis whole: NASNet's `pad(x)[:, 1:, 1:, :]`), `spatial` (ops that
+  move positions, not channels: `SpaceToBatchND`, `BatchToSpaceND`,
+  `ResizeBilinear`, `ResizeNearestNeighbor`), `identity_n`, `layer`
   (a Conv2D or MatMul: where channels start and end), or `stop` (`why`);
 - how a channel that is constant per example goes through it (`value`): a
   NumPy function `value(attr, *inputs)` of the float64 constants (for
@@ -195,6 +199,15 @@ RULES = {
     'Max': _reduce(lambda x, count: x.max(axis=(0, 1), keepdims=True)),
     'Min': _reduce(lambda x, count: x.min(axis=(0, 1), keepdims=True)),
     'Sum': _reduce(_sum),
+    # Slices and moves of positions that take every channel whole: a
+    # constant channel stays that constant (0 stays 0); a map over the
+    # positions moves with them (`spatial`: the shrink follows what it can).
+    'StridedSlice': _row('slice', POSITIONAL),
+    'Slice': _row('slice', POSITIONAL),
+    'SpaceToBatchND': _row('spatial', POSITIONAL),
+    'BatchToSpaceND': _row('spatial', POSITIONAL),
+    'ResizeBilinear': _row('spatial', POSITIONAL),
+    'ResizeNearestNeighbor': _row('spatial', POSITIONAL),
     'ConcatV2': _row('concat', lambda attr, *xs: xs),
     'DepthwiseConv2dNative': _row('depthwise', POSITIONAL),
     'Reshape': _row('reshape', lambda attr, x: x),

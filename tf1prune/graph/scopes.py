@@ -17,9 +17,13 @@ which call it) whose name matches `pattern` and whose rank is at least
 before (same name, initializer, regularizer, collections, trainable), so
 optimizers train it, regularizers see it and old checkpoints restore; the new
 `mask` and `threshold` variables sit next to it: `conv1/weights` gets
-`conv1/mask`, the names `masked_conv2d` uses. A weight not named `weights` or
-`kernel` gets `<its name>/mask` (`w1` -> `w1/mask`), so two matching variables
-in one scope never share a mask.
+`conv1/mask`, the names `masked_conv2d` uses. The default pattern also takes
+the pointwise kernels of separable convs (`slim.separable_conv2d`'s
+`sep/pointwise_weights`, `tf.layers`' `pointwise_kernel`), so NASNet's and
+MobileNet's 1x1 convs are masked with the rest. A weight not named `weights`
+or `kernel` gets `<its name>/mask` (`w1` -> `w1/mask`,
+`sep/pointwise_weights` -> `sep/pointwise_weights/mask`), so two matching
+variables in one scope never share a mask.
 
 `locking_scope({regex: lock arguments})` does the same with `lock`, so
 `W_conv2[:, :, 29, 13]` can be pinned in a model built by layers:
@@ -43,7 +47,8 @@ from tf1prune.graph.masking import apply_mask
 
 __all__ = ['DEFAULT_PATTERN', 'locking_scope', 'pruning_scope']
 
-DEFAULT_PATTERN = r'(^|/)(weights|kernel)$'
+DEFAULT_PATTERN = (r'(^|/)(weights|kernel|pointwise_weights|'
+                   r'pointwise_kernel)$')
 _CONVENTIONAL = ('weights', 'kernel')
 _busy = threading.local()
 
@@ -126,7 +131,11 @@ def pruning_scope(pattern=DEFAULT_PATTERN, exclude=None, min_rank=2):
 
   Args:
     pattern: regex searched in the variable's full name; default
-      `(^|/)(weights|kernel)$`: the kernels of slim, contrib and tf.layers.
+      `DEFAULT_PATTERN`, `(^|/)(weights|kernel|pointwise_weights|
+      pointwise_kernel)$`: the kernels of slim, contrib and tf.layers, and
+      the 1x1 (pointwise) kernels of their separable convs. Depthwise
+      kernels (`depthwise_weights`) are left dense: a channel goes where
+      the pointwise filter that feeds it is empty.
     exclude: optional regex; matching names are left alone (e.g. 'logits').
     min_rank: only variables of at least this rank (2: no biases, no
       batch-norm scales). Non-float and `trainable=False` variables are never

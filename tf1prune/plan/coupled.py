@@ -38,6 +38,10 @@ rules:
   every input);
 - a `coupled_filter` weight in no group (it feeds no NHWC `Conv2D`, plain
   `MatMul` or depthwise conv) stays dense, with a warning;
+- a group whose channels reach an op that the shrink stops
+  (`ChannelGroup.stop`: an op the table does not pass, a slice of a channel
+  range, ...) is pruned, with a warning naming the group, the op and why:
+  its pruned filters stay in the exported graph;
 - the group's sparsity is its members' `weight_sparsity_map` target, which
   must be the same for all (or none: the global schedule); different targets
   in one group are refused with a `ValueError`;
@@ -164,6 +168,11 @@ def split_coupled(targets, find_groups, names, plan, warn, name_of,
            'stay dense. Give the whole group coupled_filter to prune it.' % (
                group, ', '.join(others), ', '.join(chosen)))
     else:
+      if group.stop is not None:
+        warn('coupled_filter: channel group [%s] reaches %s (%s), where the '
+             'shrink stops its channels (%s): its filters are pruned, but '
+             'the exported graph keeps them' % ((group,) + tuple(
+                 group.stop)))
       items = [wanted[n] for n in members]
       _check_one(group, items, name_of, 'target_sparsity',
                  'weight_sparsity_map targets')

@@ -34,9 +34,11 @@ from tf1prune.export.shrink.frozen_graph import (attr_int, attr_str,
 
 Layer = collections.namedtuple('Layer', ['node', 'kind', 'weight'])
 # kind: a `tf1prune.channels` kind ('elementwise', 'pool', 'pad', 'reduce',
-# 'concat', 'depthwise', 'reshape'); inputs: the indices of the region's
-# inputs; const: the per-channel const (elementwise), the depthwise weight or
-# the reshape target, else None; extra: as the `ChannelOp`'s; rule: its row.
+# 'concat', 'depthwise', 'reshape', 'slice', 'spatial'); inputs: the indices
+# of the region's inputs; const: the per-channel const (elementwise), the
+# depthwise weight, the reshape target or a slice's end (size) on the
+# channel axis, else None; extra: as the `ChannelOp`'s (a slice's: its
+# [H, W] slices only); rule: its row.
 # loose: the inputs of an element-wise op that it broadcasts over the
 # channels (a one-channel map that is not a constant: its values are not
 # known to the shrink).
@@ -200,6 +202,21 @@ def _reshape(g, found, channels):
             found.rule), None
 
 
+def _slice(g, found):
+  """A slice's Op: its const is the channel axis's explicit end (or size),
+  when the shrink rewrites it to the kept channels (a constant of its own);
+  a StridedSlice's end shared with other nodes stays valid, since it clamps
+  to the channels."""
+  node, (cuts, stop) = found.node, found.extra
+  const = None
+  if stop is not None:
+    const = g.exclusive_const(node, 2)
+    if const is None and node.op == 'Slice':
+      return None, ('only a Slice whose size on the channel axis is -1 or a '
+                    'constant of its own is shrunk')
+  return Op('slice', node, [0], node.name, const, cuts, found.rule), None
+
+
 def classify(g, node):
   """Op for a node that keeps channels apart, or (None, why) otherwise: the
   row of `tf1prune.channels`' op table, and what the shrink needs of it
@@ -213,6 +230,8 @@ def classify(g, node):
     return _elementwise(g, found, channels)
   if kind == 'reshape':
     return _reshape(g, found, channels)
+  if kind == 'slice':
+    return _slice(g, found)
   if kind == 'depthwise':
     layer, why = _as_layer(g, node)
     if layer is None:

@@ -177,6 +177,8 @@ class RegionWalk(Forward):
     return not is_const(self.g, tensor)
 
   def classify(self, node):
+    if reads_shape_only(self.g, node):   # the extra ones channel's shape
+      return None, 'it reads the shape only'
     return classify(self.g, node)
 
   def input_ids(self, node, tensor):

@@ -18,7 +18,8 @@
 The output of a layer whose filter is all zero is 0 everywhere; the ops of a
 region turn it into a value per channel (`[1, 1, C]`) or, after a border map,
 an explicit Pad or a padded depthwise conv, a map over the positions
-(`[H, W, C]`), computed here in float64 NumPy. A value that cannot be known
+(`[H, W, C]`, which a slice of the positions cuts), computed here in float64
+NumPy. A value that cannot be known
 is NaN: the output of a filter that is not all zero (it varies per example;
 a product with 0 is 0 all the same), a map whose height or width is unknown,
 what a map broadcast over the channels makes of a channel (the reason is
@@ -218,6 +219,25 @@ def _reshape(g, op, x, reasons):
   return np.tile(np.where(uniform, x[0, 0], np.nan), rows)[None, None]
 
 
+def _spatial(g, op, x, reasons):
+  """What SpaceToBatchND, BatchToSpaceND or a resize makes of a removed
+  channel: a constant stays that constant, except that SpaceToBatchND's
+  zero padding makes one that is not 0 depend on the position and the
+  block (as a Pad would, per block: not followed); a map over the
+  positions is not followed."""
+  node = op.node
+  kind, _, pads = op.extra
+  if x.shape[:2] != (1, 1):
+    return _unknown(x, 1, reasons, node, 'this %s moves the positions of a '
+                    'map: a removed channel that varies over the positions '
+                    'is no constant after it' % node.op)
+  if kind == 'SpaceToBatchND' and np.any(pads):
+    return _unknown(x, 1, reasons, node, 'this SpaceToBatchND zero-pads a '
+                    'removed channel that is not 0: its value then depends '
+                    'on the position')
+  return x
+
+
 def _collapse(value):
   """`value` as `[1, 1, C]` where it is the same at every position (a map
   that a product with 0 made constant), else as it is."""
@@ -267,6 +287,10 @@ def _apply(g, op, inputs, reasons):
     return _depthwise(g, op, x, reasons)
   if kind == 'reshape':
     return _reshape(g, op, x, reasons)
+  if kind == 'slice':   # the positions it takes; a constant stays
+    return x if x.shape[:2] == (1, 1) else x[op.extra[0], op.extra[1]]
+  if kind == 'spatial':
+    return _spatial(g, op, x, reasons)
   if kind == 'lrn':
     value = op.rule.value(None, x)
     if np.isnan(value).any():

@@ -24,8 +24,9 @@ not makes it 0 (a batch norm scale of 0, a zero channel times a gate);
 no use of the region pins it, and every sink can take it. One class of each
 tensor stays, so that no tensor is empty. Removing a class deletes it from the
 sources' weights (output axis), the per-channel constants of the region
-ops, the depthwise weights (input axis), reshape targets, and the sinks'
-weights (input axis). What the removed inputs gave a sink, when it is the
+ops, the depthwise weights (input axis), reshape targets, the explicit
+channel end (or size) of a slice of the positions, and the sinks' weights
+(input axis). What the removed inputs gave a sink, when it is the
 same at every output position, is added to the sink's bias (or by a new Add
 of a `[C]` constant when it has none); where a zero-padded conv (or a value
 that varies over the positions) makes it vary, it is a map over the conv's
@@ -464,6 +465,10 @@ def shrink_region(g, region, fold_borders, position=None, objective='flops'):
       g.lrn[op.node.name] = (lrn.rewrite(g, op.node,
                                          np.flatnonzero(~mask[op.output]),
                                          channels), channels)
+    elif op.kind == 'slice' and op.const is not None:
+      bound = g.value(op.const).copy()   # the end (size) on the channels
+      bound[-1] = int((~mask[op.output]).sum())
+      g.set_value(op.const, bound)
     elif op.kind == 'reshape' and op.const is not None and \
         g.value(op.const)[-1] != -1:
       target = g.value(op.const).copy()
