@@ -65,6 +65,7 @@ if __name__ == '__main__':
               'strip_pruning_vars = tf1prune.cli.strip_pruning_vars:main',
               'prune_checkpoint = tf1prune.cli.prune_checkpoint:main',
               'check_deploy = tf1prune.cli.check_deploy:main',
+              'tf1prune_sensitivity = tf1prune.cli.sensitivity:main',
           ],
       },
       classifiers=[

@@ -11,7 +11,8 @@ file records.
 # The files `summary` reads.
 NAMES = ('train_overhead', 'train_overhead_tf1', 'train_overhead_keras',
          'mask_update', 'mask_update_tf1', 'mask_update_dist',
-         'mask_update_dist_tf1', 'inference', 'quality_digits')
+         'mask_update_dist_tf1', 'inference', 'quality_digits',
+         'budget_compare')
 
 _WAYS = (('masked_pruning_hook', '`PruningHook`'),
          ('masked_same_run', 'the update op in the step\'s own `session.run`'))
@@ -193,6 +194,168 @@ def _quality(results):
                          100 * acc['lottery_rewind'][key]))
 
 
+_CRITERIA = {'uniform': 'uniform', 'l2': '`l2`', 'taylor': '`taylor`',
+             'bn_scale': '`bn_scale`'}
+
+
+def _accuracy(stats):
+  """'97.1% (96.4-97.8)' of a `budget_compare` statistic."""
+  text = '%.1f%%' % (100 * stats['mean'])
+  if stats['n'] > 1 and '%.1f' % (100 * stats['min']) != \
+      '%.1f' % (100 * stats['max']):
+    text += ' (%.1f-%.1f)' % (100 * stats['min'], 100 * stats['max'])
+  return text
+
+
+def _budget_rows(entry, target):
+  """[(method, summary row)] of the methods run at `target`, with an
+  accuracy, best mean first."""
+  rows = [(m, entry['summary'][m].get(str(target))) for m in entry['methods']]
+  rows = [(m, r) for m, r in rows if r and r['accuracy']]
+  return sorted(rows, key=lambda mr: -mr[1]['accuracy']['mean'])
+
+
+def _apart(rows):
+  """True when the best method's worst seed beats every other method's
+  best seed: a lead that the seeds' spread does not cover."""
+  if len(rows) < 2:
+    return False
+  best = rows[0][1]['accuracy']
+  return best['n'] > 1 and all(best['min'] > r['accuracy']['max']
+                               for _, r in rows[1:])
+
+
+def _budget_net(name, entry, targets):
+  dense = entry['summary']['dense']['accuracy']
+  parts = []
+  ties = True
+  for target in targets:
+    rows = _budget_rows(entry, target)
+    if not rows:
+      continue
+    apart = _apart(rows)
+    ties = ties and not apart and (rows[0][1]['accuracy']['mean'] -
+                                   rows[-1][1]['accuracy']['mean'] < 0.01)
+    text = 'at FLOPs x%g %s' % (target, ', '.join(
+        '%s %s' % (_CRITERIA[m], _accuracy(r['accuracy'])) for m, r in rows))
+    diverged = ['%s in %d of %d seeds' % (_CRITERIA[m], r['diverged'],
+                                          r['runs'])
+                for m, r in ((m, entry['summary'][m].get(str(target)))
+                             for m in entry['methods'])
+                if r and r['diverged']]
+    if diverged:
+      text += ' (training diverged: %s)' % ', '.join(diverged)
+    if apart:
+      text += ', %s ahead of every seed of the others' % _CRITERIA[rows[0][0]]
+    parts.append(text)
+  verdict = ('the methods tie within about a point and the seeds\' spread'
+             if ties else 'they part')
+  return 'On %s, dense %s, %s: %s' % (name, _accuracy(dense), verdict,
+                                      '; '.join(parts))
+
+
+def _kept(entry, method, target, suffix):
+  """The fraction of their output channels that the layers ending in
+  `suffix` keep (mean over the layers, then over the seeds), or None."""
+  found = []
+  for run in entry['runs']:
+    if run['method'] == method and run['target'] == target and \
+        run.get('widths'):
+      kept = [after / float(before) for layer, (before, after)
+              in run['widths'].items() if layer.endswith(suffix)]
+      if kept:
+        found.append(sum(kept) / len(kept))
+  return sum(found) / len(found) if found else None
+
+
+def _residual(entry, target):
+  """How the global ranking splits MobileNet v2's channels at `target`,
+  when its projections (the residual stream) lose far more than uniform's
+  and its expansions less: one sentence, else ''."""
+  kept = {m: (_kept(entry, m, target, 'project/Conv2D'),
+              _kept(entry, m, target, 'expand/Conv2D'),
+              _kept(entry, m, target, 'conv0/Conv2D'))
+          for m in entry['methods']}
+  ranked = [m for m in entry['methods'] if m != 'uniform' and
+            None not in kept[m]]
+  if 'uniform' not in kept or None in kept['uniform'] or not ranked:
+    return ''
+  uniform = kept['uniform']
+  if not all(kept[m][0] < uniform[0] / 2 and kept[m][1] > uniform[1]
+             for m in ranked):
+    return ''
+  return (
+      'On MobileNet v2 the global ranking empties the residual stream: at '
+      'x%g its projections keep %s of their channels and its expansions '
+      '%s (uniform: %.0f%% and %.0f%%), and the stem keeps %s of its '
+      'channels. Each unit\'s importance is divided by its group\'s mean '
+      'and then by what one unit of the group saves; a channel of the '
+      'stream feeds every expansion of its stage and, at the dense widths, '
+      'saves five to twenty times what an expansion channel saves, so the '
+      'stream\'s groups go down towards `channel_group_min_channels` (1) '
+      'while the wide expansions stay. ' % (
+          target, _range([100 * kept[m][0] for m in ranked], '%.0f%%'),
+          _range([100 * kept[m][1] for m in ranked], '%.0f%%'),
+          100 * uniform[0], 100 * uniform[1],
+          _range([100 * kept[m][2] for m in ranked], '%.0f%%')))
+
+
+def _budget(results):
+  data = results.get('budget_compare')
+  if not data:
+    return ''
+  names = {'demo': 'the demo CNN', 'mobilenet_v2': 'MobileNet v2'}
+  targets = data['targets']
+  low = min(targets)
+  text = ['**Pruning to a budget: at equal exported FLOPs, uniform pruning '
+          'is not beaten here.** ' if _uniform_leads(data) else
+          '**Pruning to a budget: the criteria at equal exported '
+          'FLOPs.** ']
+  seeds = len(data['seeds'])
+  text.append('Test accuracy of the shrunk `.pb`, mean (min-max) over %d '
+              'seed%s, same start and steps per seed (section 6). ' % (
+                  seeds, '' if seeds == 1 else 's'))
+  text.append('. '.join(_budget_net(names.get(n, n), e, targets)
+                        for n, e in data['nets'].items()) + '. ')
+  mobile = data['nets'].get('mobilenet_v2')
+  if mobile:
+    text.append(_residual(mobile, low))
+  latency, slower = [], False
+  for name, entry in data['nets'].items():
+    batches = entry['settings']['latency_batches']
+    rows = [(m, entry['summary'][m].get(str(low))) for m in entry['methods']]
+    rows = [r for _, r in rows if r and r['latency_ratio'].get(str(
+        batches[-1]))]
+    if rows:
+      slower = slower or min(r['latency_ratio'][str(batches[-1])]['mean']
+                             for r in rows) > 1.5 * low
+      latency.append('%s at x%g runs in %s of the dense time at batch %d '
+                     'and %s at batch 1' % (
+                         names.get(name, name), low,
+                         _range([r['latency_ratio'][str(batches[-1])]['mean']
+                                 for r in rows], '%.2f'), batches[-1],
+                         _range([r['latency_ratio']['1']['mean']
+                                 for r in rows], '%.2f')))
+  if latency:
+    text.append('%s: %s.' % ('Time falls less than the FLOPs' if slower
+                             else 'Time falls with the FLOPs',
+                             '; '.join(latency)))
+  return ''.join(text) + '\n'
+
+
+def _uniform_leads(data):
+  """True when uniform's mean accuracy is the best, or within a point of
+  it, at every net and target."""
+  for entry in data['nets'].values():
+    for target in data['targets']:
+      rows = _budget_rows(entry, target)
+      means = dict((m, r['accuracy']['mean']) for m, r in rows)
+      if 'uniform' not in means or \
+          means['uniform'] < max(means.values()) - 0.01:
+        return False
+  return True
+
+
 _RERUN = (
     '**Rerunning.** `bench/run_all` runs every benchmark on the project\'s '
     'venvs and then writes this page (tens of minutes on 2 cores; '
@@ -210,7 +373,7 @@ _RERUN = (
 def summary(results):
   """The page's summary: what is fast, the limits and why, how to rerun."""
   parts = [_training(results), _mask_update(results), _inference(results),
-           _quality(results), _RERUN]
+           _quality(results), _budget(results), _RERUN]
   return '## Summary\n\n' + '\n'.join(p for p in parts if p)
 
 

@@ -16,10 +16,10 @@ and a MobileNet-v3-small-style net (SE with hard-sigmoid, hard-swish). The
 SE gate is `net * reshape(sigmoid(fc(fc(mean(net)))), [-1, 1, 1, C])`, as
 the Keras and TF-Hub versions build it.
 
-Every conv has batch norm in inference mode (`is_training=False`, as at
-export); on TF 2.x, where `tf_slim.batch_norm` cannot be built,
-`tf1prune.slim_compat.use_tf1prune_batch_norm()` puts `tf1prune.batch_norm`
-in its place. The kernels (`weights`) are masked by
+Every conv has batch norm, in inference mode (as at export) unless built
+with `is_training=True` (to train); on TF 2.x, where `tf_slim.batch_norm`
+cannot be built, `tf1prune.slim_compat.use_tf1prune_batch_norm()` puts
+`tf1prune.batch_norm` in its place. The kernels (`weights`) are masked by
 `tf1prune.pruning_scope()`, the logits' too (exclude them from pruning with
 `do_not_prune=[logits]`); depthwise kernels (`depthwise_weights`) are not
 masked: their channels follow the layer before.
@@ -192,7 +192,8 @@ _BODIES = {'mobilenet_v1': _mobilenet_v1, 'mobilenet_v2': _mobilenet_v2,
            'mobilenet_v3_small': _mobilenet_v3_small}
 
 
-def build(name, size, num_classes=10, width=0.5, batch=None):
+def build(name, size, num_classes=10, width=0.5, batch=None,
+          is_training=False, batch_norm_decay=0.999, images=None):
   """Builds net `name` on a new placeholder, kernels masked.
 
   Args:
@@ -201,10 +202,18 @@ def build(name, size, num_classes=10, width=0.5, batch=None):
     num_classes: outputs of the 1x1 logits conv.
     width: the width multiplier.
     batch: the placeholder's batch size (None: any).
+    is_training: the batch norms' mode: False (the default) normalizes by
+      the moving statistics, as at export; True by the batch's, and adds
+      the moving statistics' updates to `tf.GraphKeys.UPDATE_OPS`, for a
+      graph that trains (export it rebuilt with False).
+    batch_norm_decay: the moving statistics' decay per step (slim's
+      default; a short training wants less).
+    images: a float32 [batch, size, size, 3] tensor to build on (a training
+      pipeline's batches) instead of a new placeholder.
 
   Returns:
-    (images placeholder `images` [batch, size, size, 3], logits tensor
-    `logits` [batch, num_classes]).
+    (images placeholder `images` [batch, size, size, 3], or the `images`
+    given, and logits tensor `output` [batch, num_classes]).
 
   Raises:
     ValueError: `name` is not one of `NAMES`.
@@ -213,7 +222,9 @@ def build(name, size, num_classes=10, width=0.5, batch=None):
     raise ValueError('name must be one of %s, got %r' % (', '.join(NAMES),
                                                          name))
   slim = _slim()
-  images = tf.placeholder(tf.float32, [batch, size, size, 3], name='images')
+  if images is None:
+    images = tf.placeholder(tf.float32, [batch, size, size, 3],
+                            name='images')
   compat = (contextlib.contextmanager(lambda: iter([None]))()
             if tf.__version__.startswith('1.')
             else tf1prune.graph.slim_compat.use_tf1prune_batch_norm())
@@ -221,7 +232,8 @@ def build(name, size, num_classes=10, width=0.5, batch=None):
     norm = slim.batch_norm
     with slim.arg_scope([slim.conv2d, slim.separable_conv2d],
                         normalizer_fn=norm, activation_fn=tf.nn.relu6), \
-        slim.arg_scope([norm], is_training=False, scale=True), \
+        slim.arg_scope([norm], is_training=is_training, scale=True,
+                       decay=batch_norm_decay), \
         tf1prune.pruning_scope():
       net = _BODIES[name](images, width)
       net = tf.reduce_mean(net, [1, 2], keepdims=True, name='pool')

@@ -7,7 +7,9 @@ Writes, next to the JSON files, whichever of these has its input:
 `mask_update.png` (cost of one mask update over one memory pass, against the
 weight size, log-log), `quality_<data>.png` (test accuracy against sparsity
 per method), `train_overhead.png` (step-time ratios, ours and tfmot's) and
-`inference_size.png` (gzipped .pb size against sparsity).
+`inference_size.png` (gzipped .pb size against sparsity) and
+`budget_compare.png` (test accuracy against the exported FLOPs, per
+pruning method).
 """
 
 import argparse
@@ -220,13 +222,62 @@ def plot_inference_size(quick):
   return out
 
 
+_BUDGET_STYLES = {'uniform': ('o-', 'uniform'), 'l2': ('s--', 'budget, l2'),
+                  'taylor': ('^--', 'budget, taylor'),
+                  'bn_scale': ('D--', 'budget, bn_scale')}
+
+
+def plot_budget_compare(quick):
+  """Test accuracy against the exported FLOPs ratio, per net and method
+  (means over the seeds, bars from the least to the most)."""
+  data, out = _load('budget_compare', quick)
+  if data is None:
+    return None
+  nets = list(data['nets'])
+  fig, axes = plt.subplots(1, len(nets), figsize=(5.5 * len(nets), 4.2),
+                           squeeze=False)
+  for ax, net in zip(axes[0], nets):
+    entry = data['nets'][net]
+    summary = entry['summary']
+    for method in entry['methods']:
+      points = [summary[method][str(t)] for t in data['targets']
+                if summary[method].get(str(t)) and
+                summary[method][str(t)]['accuracy']]
+      if not points:
+        continue
+      x = [p['flops_ratio']['mean'] for p in points]
+      y = [100 * p['accuracy']['mean'] for p in points]
+      low = [100 * (p['accuracy']['mean'] - p['accuracy']['min'])
+             for p in points]
+      high = [100 * (p['accuracy']['max'] - p['accuracy']['mean'])
+              for p in points]
+      style, label = _BUDGET_STYLES.get(method, ('x-', method))
+      ax.errorbar(x, y, yerr=[low, high], fmt=style, capsize=3, label=label)
+    dense = summary['dense']['accuracy']
+    if dense:
+      ax.axhline(100 * dense['mean'], color='grey', linestyle=':',
+                 label='dense')
+    ax.set_xscale('log')
+    ax.minorticks_off()
+    ax.set_xlim(0.8 * min(data['targets']), 1.2)
+    ax.set_xticks(data['targets'] + [1.0])
+    ax.set_xticklabels(['x%g' % t for t in data['targets'] + [1.0]])
+    ax.set_xlabel('FLOPs of the exported, shrunk graph / dense')
+    ax.set_ylabel('test accuracy (%%), %d seed(s)' % len(data['seeds']))
+    ax.set_title(entry['model'], fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+  _save(fig, data, out)
+  return out
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--quick', action='store_true',
                       help='plot the *_quick.json results')
   args = parser.parse_args(argv)
   outs = [plot_mask_update(args.quick), plot_train_overhead(args.quick),
-          plot_inference_size(args.quick)]
+          plot_inference_size(args.quick), plot_budget_compare(args.quick)]
   outs += [plot_quality(args.quick, name) for name in ('digits', 'cifar10')]
   for out in outs:
     if out:

@@ -3,7 +3,7 @@
     python -m bench.report            # bench/results/*.json -> docs/performance.md
     python -m bench.report --quick    # *_quick.json -> bench/results/performance_quick.md
 
-Every number in the summary and in sections 1-4 is read from
+Every number in the summary and in sections 1-4 and 6 is read from
 bench/results/; the prose around them is written here. Section 5, the design
 of the exact mask update and its limits, is written here whole: its figures
 come from traced runs of the update, which no benchmark file records. A
@@ -535,6 +535,78 @@ def quality_section(quick):
   return '\n'.join(out)
 
 
+_NET_TITLES = {'demo': 'The demo CNN', 'mobilenet_v2': 'MobileNet v2'}
+_METHOD_TITLES = {'uniform': 'uniform', 'l2': 'budget, `l2`',
+                  'taylor': 'budget, `taylor`',
+                  'bn_scale': 'budget, `bn_scale`'}
+
+
+def _spread(stats, scale=100.0, fmt='%.1f'):
+  """'mean (min-max)' of a `budget_compare` statistic, '-' without one."""
+  if not stats:
+    return '-'
+  text = fmt % (scale * stats['mean'])
+  if stats['n'] > 1:
+    text += (' (' + fmt + '-' + fmt + ')') % (scale * stats['min'],
+                                               scale * stats['max'])
+  return text
+
+
+def budget_table(data, net):
+  """The markdown table of one net of `budget_compare`: per target and
+  method, accuracy, FLOPs and latency over the seeds (docs/budget.md
+  shows it too)."""
+  entry = data['nets'][net]
+  summary = entry['summary']
+  batches = entry['settings']['latency_batches']
+  rows = [['dense', '1', _spread(summary['dense']['accuracy']), '1'] +
+          ['1' for _ in batches]]
+  for target in data['targets']:
+    for method in entry['methods']:
+      row = summary[method].get(str(target))
+      if row is None:
+        continue
+      accuracy = _spread(row['accuracy'])
+      if row['diverged']:
+        accuracy += ', diverged in %d of %d' % (row['diverged'], row['runs'])
+      rows.append([_METHOD_TITLES[method], 'x%g' % target, accuracy,
+                   _spread(row['flops_ratio'], 1.0, '%.3f')] +
+                  [_spread(row['latency_ratio'][str(b)], 1.0, '%.2f')
+                   for b in batches])
+  return _table(['method', 'target', 'test accuracy %', 'FLOPs ratio'] +
+                ['latency, batch %d' % b for b in batches], rows)
+
+
+def budget_section(quick):
+  data = _load('budget_compare', quick)
+  out = ['## 6. Pruning to a FLOPs budget: uniform against the criteria\n']
+  if data is None:
+    return '\n'.join(out + ['Not run.\n'])
+  out.append(
+      'Channels pruned until the exported, shrunk graph costs a FLOPs '
+      'target: every channel group to the same fraction (`uniform`, its '
+      '`target_sparsity` matched to the target on the budget\'s cost '
+      'model), or ranked globally by `budget=flops:<target>` with each '
+      '`budget_criterion` ([budget.md](budget.md)). Per seed every model '
+      'of a net starts from the same initial weights and sees the same '
+      'batches, steps and learning rate (masks change from 20%% to 60%% of '
+      'the steps); the logits layer stays whole. Test accuracy of the '
+      'shrunk `.pb`, its FLOPs from the shrink report and its latency over '
+      'the dense `.pb`\'s (one thread, timed side by side, median of the '
+      'per-repeat ratios): mean (min-max) over %d seed%s; %s%s.\n' % (
+          len(data['seeds']), '' if len(data['seeds']) == 1 else 's',
+          _info(data), _loaded(data)))
+  for net, entry in data['nets'].items():
+    s = entry['settings']
+    out.append('**%s**: %s, on %s; %d steps, batch %d, learning rate %g '
+               '(%s).\n' % (_NET_TITLES.get(net, net), entry['model'],
+                            entry['data'], s['steps'], s['batch'],
+                            s['learning_rate'], s['optimizer']))
+    out.append(budget_table(data, net) + '\n')
+  out.append(_png('budget_compare', quick))
+  return '\n'.join(out)
+
+
 def render(quick):
   results = {name: _load(name, quick) for name in _conclusions.NAMES}
   parts = [GENERATED + '\n', '# Performance\n',
@@ -545,7 +617,8 @@ def render(quick):
            'times move a lot between runs, ratios much less.\n',
            _conclusions.summary(results), train_section(quick),
            mask_section(quick), inference_section(quick),
-           quality_section(quick), _conclusions.DESIGN]
+           quality_section(quick), _conclusions.DESIGN,
+           budget_section(quick)]
   return '\n'.join(parts)
 
 

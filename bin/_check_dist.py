@@ -22,7 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TF_DISTRIBUTIONS = {'tensorflow', 'tensorflow-cpu', 'tensorflow-gpu',
                     'tensorflow-macos', 'tensorflow-intel', 'tf-nightly',
                     'tf-nightly-cpu', 'intel-tensorflow'}
-SCRIPTS = {'strip_pruning_vars', 'prune_checkpoint', 'check_deploy'}
+SCRIPTS = {'strip_pruning_vars', 'prune_checkpoint', 'check_deploy',
+           'tf1prune_sensitivity'}
 
 
 def _package_files():

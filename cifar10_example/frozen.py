@@ -31,7 +31,7 @@ import tf1prune
 from cifar10_example import model
 
 __all__ = ['INPUT_NAME', 'evaluate_pb', 'export_inference_checkpoint',
-           'file_sizes', 'freeze', 'test_arrays']
+           'file_sizes', 'freeze', 'test_accuracy', 'test_arrays']
 
 # The placeholder of the inference graph; the output is model.LOGITS_NAME.
 INPUT_NAME = 'images'
@@ -102,6 +102,27 @@ def test_arrays(source, batch_size=1000):
         images.append(x)
         labels.append(y)
   return np.concatenate(images), np.concatenate(labels)
+
+
+_TEST_SET = []
+
+
+def test_accuracy(sess, batch_size=500):
+  """Accuracy on the digits' test set of the model in `sess` (a graph with
+  the placeholder `images` and the op `logits`, as the inference checkpoint
+  has): the metric `tf1prune_sensitivity --metric` takes."""
+  from cifar10_example import input_data  # pylint: disable=g-import-not-at-top
+  if not _TEST_SET:
+    _TEST_SET.append(test_arrays(input_data.DigitsSource()))
+  images, labels = _TEST_SET[0]
+  inputs = sess.graph.get_tensor_by_name(INPUT_NAME + ':0')
+  logits = sess.graph.get_tensor_by_name(model.LOGITS_NAME + ':0')
+  correct = 0
+  for start in range(0, len(labels), batch_size):
+    out = sess.run(logits, {inputs: images[start:start + batch_size]})
+    correct += int(np.sum(np.argmax(out, 1) ==
+                          labels[start:start + batch_size]))
+  return correct / float(len(labels))
 
 
 def evaluate_pb(pb_path, images, labels, batch_size=500):

@@ -11,10 +11,12 @@ learning rate:
 - `pruned`: `tf1prune.PruningHook` prunes single weights gradually to 90%
   (contrib's example): a smaller gzipped file, but the same shapes, so the
   same FLOPs and the same speed in stock runtimes;
-- `filters`: the same schedule to 50% of the filters, in coupled groups
-  (`granularity_map=[.*:coupled_filter]`; the logits layer stays whole), then
-  `tf1prune.shrink_pb` removes the emptied filters: a physically smaller
-  graph, with fewer FLOPs.
+- `filters`: the same schedule lowers the exported graph's FLOPs to a budget
+  (`budget=flops:0.3`): whole filters go, in coupled groups, where one
+  global ranking of every channel says they cost most for what they give
+  (the logits layer stays whole), with their biases; then
+  `tf1prune.shrink_pb` removes them: a physically smaller graph, at the
+  FLOPs of the budget.
 
 Each is checkpointed, exported to an inference graph, stripped to a frozen
 `.pb` by `tf1prune.strip_checkpoint` (and shrunk), and the `.pb` is evaluated
@@ -41,12 +43,24 @@ __all__ = ['FILTER_HPARAMS', 'format_table', 'main', 'run_demo']
 
 _MARKER = '.tf1prune_demo'
 _RUNS = ('dense', 'pruned', 'filters')
-# The third model: half of the filters of every layer but the logits, in
-# coupled groups, on the example's schedule.
-FILTER_HPARAMS = ('target_sparsity=0.5,granularity_map=[.*:coupled_filter],'
-                  'do_not_prune=[softmax_linear]')
+# The third model: whole filters pruned, globally, until the exported graph
+# has 0.3 of the dense FLOPs, on the example's schedule.
+FILTER_HPARAMS = 'budget=flops:0.3,do_not_prune=[softmax_linear]'
 _LABELS = {'dense': 'no pruning', 'pruned': 'weights pruned, %g%%',
-           'filters': 'filters pruned, %g%%, shrunk'}
+           'filters': 'filters pruned to %s, shrunk'}
+
+
+def _budget(hparams):
+  """The `Budget` of pruning hparams, or None."""
+  from tf1prune.plan.budget import parse_budget
+  return parse_budget(hparams.budget)
+
+
+def _budget_text(budget):
+  """'FLOPs x0.3' for the budget flops:0.3."""
+  kind = {'flops': 'FLOPs', 'params': 'parameters'}[budget.kind]
+  return '%s x%g' % (kind, budget.value) if budget.relative else \
+      '%s %s' % ('{:,}'.format(int(budget.value)), kind)
 
 
 def _fresh_run_dirs(output_dir):
@@ -75,12 +89,15 @@ def _train_and_export(name, spec, source, folder, max_steps, settings, log):
   """Trains one model and writes its frozen (for `filters`: shrunk) .pb."""
   from cifar10_example import frozen, model, train  # pylint: disable=g-import-not-at-top
   import tf1prune  # pylint: disable=g-import-not-at-top
+  target = ''
+  if spec is not None:
+    target = ', %s from step %d to %d' % (
+        'budget %s' % (_budget(spec),) if _budget(spec) else
+        'target sparsity %g' % spec.target_sparsity,
+        spec.sparsity_function_begin_step, spec.sparsity_function_end_step)
   log('training %s model: %d steps, batch %d, learning rate %g, seed %d%s',
       name, max_steps, settings['batch_size'], settings['learning_rate'],
-      settings['seed'], '' if spec is None else
-      ', target sparsity %g from step %d to %d' % (
-          spec.target_sparsity, spec.sparsity_function_begin_step,
-          spec.sparsity_function_end_step))
+      settings['seed'], target)
   began = time.time()
   result = train.train(
       source, os.path.join(folder, 'train'), max_steps,
@@ -152,8 +169,12 @@ def run_demo(source, output_dir, max_steps, pruning_hparams='',
     run.update(frozen.evaluate_pb(pb, test_images, test_labels))
     run.update(compare.graph_costs(pb, [model.LOGITS_NAME]))
     run['pb_bytes'], run['pb_gzip_bytes'] = frozen.file_sizes(pb)
-    run['label'] = (_LABELS[name] % (100 * specs[name].target_sparsity)
-                    if specs[name] else _LABELS[name])
+    spec = specs[name]
+    budget = _budget(spec) if spec is not None else None
+    run['label'] = _LABELS[name] if spec is None else (
+        _LABELS[name] % (_budget_text(budget) if budget else
+                         100 * spec.target_sparsity))
+    run['budget'] = str(budget) if budget else None
     log('%s: frozen .pb %s, test accuracy %.4f (%d/%d), sparsity %.2f%%',
         name, pb, run['accuracy'], run['correct'], run['count'],
         100 * run['sparsity'])

@@ -67,6 +67,7 @@ from tf1prune.training.hooks import PruningHook, train
 from tf1prune.training.lottery import LotteryTicket
 from tf1prune.training.preview import ShrinkPreviewHook, shrink_preview
 from tf1prune.training.pruning import Pruning
+from tf1prune.training.sensitivity import sensitivity
 
 __version__ = '0.1.0'
 
@@ -105,6 +106,8 @@ __all__ = [
     'ShrinkReport', 'StripReport', 'shrink_graph_def', 'shrink_pb',
     # What the shrink would remove, during training (tf1prune.training).
     'ShrinkPreviewHook', 'shrink_preview',
+    # A metric with part of each channel group removed (tf1prune.training).
+    'sensitivity',
     'strip_checkpoint', 'TrainingGraphError', 'inference_graph_def',
     'write_inference_graph',
 ]

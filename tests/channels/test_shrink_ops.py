@@ -122,8 +122,9 @@ NOT_BUILT = {
            'tests/export/shrink/test_shrink_graph_def.py and '
            'tests/export/shrink/test_through_ops.py',
     'PadV2': 'as Pad',
-    'LRN': 'only a channel that is 0 passes, and the LRN is rewritten as a '
-           'band conv: tests/export/shrink/test_shrink_graph_def.py',
+    'LRN': 'only a channel that is 0 passes, and the LRN runs over the kept '
+           'channels put back in their places: '
+           'tests/export/shrink/test_shrink_graph_def.py',
 }
 
 

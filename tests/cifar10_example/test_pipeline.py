@@ -159,12 +159,17 @@ def test_demo_filters_model_loses_whole_filters_and_shrinks_exactly(demo):
   s = demo['summary']
   folder = os.path.dirname(s['filters']['pb_path'])
   unshrunk = _weights(os.path.join(folder, 'model_unshrunk.pb'))
-  # Coupled filter pruning at 50%: half the filters of every layer but the
-  # logits are zero, whole; the logits layer keeps all of its 10 outputs.
-  for name, weight in unshrunk.items():
-    empty = np.all(weight.reshape(-1, weight.shape[-1]) == 0, axis=0)
-    expected = 0 if name == 'softmax_linear' else weight.shape[-1] // 2
-    assert int(empty.sum()) == expected, name
+  # Pruned to a FLOPs budget of x0.3: whole filters are zero (a filter is
+  # kept or gone), the logits layer keeps all of its 10 outputs, and the
+  # shrink removes every emptied channel.
+  empty = {name: np.all(weight.reshape(-1, weight.shape[-1]) == 0, axis=0)
+           for name, weight in unshrunk.items()}
+  assert not empty['softmax_linear'].any()
+  assert empty['conv1'].any() or empty['conv2'].any()
+  assert s['filters']['budget'] == 'flops:0.3'
+  assert s['filters']['shrink_report']['stops'] == []
+  assert 0.29 * s['dense']['flops'] < s['filters']['flops'] <= \
+      0.3 * s['dense']['flops']
   # The shrunk .pb computes what the unshrunk one does, on the test images.
   images, _ = frozen.test_arrays(demo['source'])
   outputs = []
@@ -205,7 +210,9 @@ def test_demo_logs_progress(demo):
   assert progress[-1].startswith('step %d/%d  loss ' % (STEPS, STEPS))
   assert all('examples/sec  sparsity ' in l for l in progress)
   assert any('sparsity 90.0% (schedule 90.0%)' in l for l in progress)
-  assert progress[-1].endswith('(schedule 50.0%)')   # the filters model
+  # The filters model: its FLOPs reached the budget with the schedule.
+  assert progress[-1].endswith(', schedule x0.300)')
+  assert ' (flops x0.' in progress[-1]
   assert any(l.startswith('pruned: frozen .pb ') for l in demo['lines'])
   assert any(l.startswith('filters: shrunk ') for l in demo['lines'])
 

@@ -125,6 +125,7 @@ class GroupWalk(object):
     self.members = []      # (name, weight, axis, set ids)
     self.depthwise_members = {}    # depthwise node name -> (name, weight)
     self.order = dict((name, i) for i, name in enumerate(order))
+    self.unit_of_root = {}  # set root -> (group index, unit), by `groups`
 
   def produce(self, name, weight, axis, tensor, channels):
     """Member `name` writes the `channels` channels of `tensor` (its
@@ -194,6 +195,8 @@ class GroupWalk(object):
           reason = reason or blocked.get(r)
           output = output or outputs.get(r)
           stop = stop or stops.get(r)
+      for root, unit in unit_of.items():
+        self.unit_of_root[root] = (len(result), unit)
       result.append(ChannelGroup(tuple(members), len(unit_of), reason,
                                  output, stop))
     return result

@@ -53,8 +53,8 @@ from tf1prune.channels.graph_view import GraphView
 from tf1prune.channels.groups import ChannelGroup, GroupMember, GroupWalk
 from tf1prune.graph.masking import masked_weight_records
 
-__all__ = ['ChannelGroup', 'GroupMember', 'find_channel_groups',
-           'format_channel_groups']
+__all__ = ['ChannelGroup', 'ChannelTrace', 'GroupMember',
+           'find_channel_groups', 'format_channel_groups', 'trace_channels']
 
 def _static_dims(tensor):
   shape = tensor.get_shape()
@@ -95,6 +95,43 @@ def _register(walk, record):
                    _static_dims(record.weight)[-1])
 
 
+class ChannelTrace(object):
+  """The channel groups of a training graph and the channels of its tensors.
+
+  Attributes:
+    groups: the `ChannelGroup`s, as `find_channel_groups` returns them.
+  """
+
+  def __init__(self, walk):
+    self._walk = walk
+    self.groups = walk.groups()
+
+  def channels(self, tensor):
+    """Per channel of `tensor` (a `tf.Tensor` of the walked graph), its
+    (group index, unit), or None for a channel of no group; None for a
+    tensor that carries no channel of a masked weight."""
+    ids = self._walk.forward.ids.get(tensor.name)
+    if ids is None:
+      return None
+    find, unit_of = self._walk.sets.find, self._walk.unit_of_root
+    return [None if i is None else unit_of.get(find(i)) for i in ids]
+
+
+def trace_channels(graph=None, records=None):
+  """Returns the `ChannelTrace` of the masked weights of `graph`.
+
+  Args, and the groups: as `find_channel_groups`.
+  """
+  graph = graph or tf.get_default_graph()
+  if records is None:
+    records = masked_weight_records(graph)
+  walk = GroupWalk(GraphView(graph), [r.name for r in records])
+  for record in records:
+    _register(walk, record)
+  walk.run()
+  return ChannelTrace(walk)
+
+
 def find_channel_groups(graph=None, records=None):
   """Returns the `ChannelGroup`s of the masked weights of `graph`.
 
@@ -107,14 +144,7 @@ def find_channel_groups(graph=None, records=None):
   Returns:
     A list of `ChannelGroup`, members and groups in the order of `records`.
   """
-  graph = graph or tf.get_default_graph()
-  if records is None:
-    records = masked_weight_records(graph)
-  walk = GroupWalk(GraphView(graph), [r.name for r in records])
-  for record in records:
-    _register(walk, record)
-  walk.run()
-  return walk.groups()
+  return trace_channels(graph, records).groups
 
 
 def format_channel_groups(groups):

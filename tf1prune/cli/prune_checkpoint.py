@@ -3,12 +3,16 @@
     prune_checkpoint --checkpoint=/tmp/train --output_dir=/tmp/pruned \\
         --sparsity='conv.*/weights:0.8,fc1/weights:0.5' \\
         --zero='conv2/weights[:, :, 29, 13]'
+    prune_checkpoint --checkpoint=/tmp/train --output_dir=/tmp/pruned \\
+        --budget=flops:0.5 --hparams=budget_criterion=l1
 
     >>> from tf1prune.cli import prune_checkpoint   # errors: one line, status 2
     >>> prune_checkpoint.main(['--output_dir=/tmp/x'])
     2
 
-What it writes is `tf1prune.export.prune_checkpoint`'s: see its docstring.
+What it writes is `tf1prune.export.prune_checkpoint`'s (with `--budget`:
+`tf1prune.training.checkpoint_budget.prune_to_budget`'s): see their
+docstrings.
 """
 
 import sys
@@ -38,6 +42,13 @@ def _parser():
                       help="regex[index] entries to zero (and lock, if the graph "
                       "locks that weight), e.g. 'conv2/weights[:, :, 29, 13]'; "
                       "repeatable")
+  parser.add_argument('--budget', default=None,
+                      help="prune whole channels, ranked globally, until the "
+                      "exported graph costs this: flops:0.5, params:0.4 (a "
+                      "ratio of the dense cost) or flops:1.2e9")
+  parser.add_argument('--hparams', default='',
+                      help="with --budget: more pruning hparams, e.g. "
+                      "'budget_criterion=l1,channel_group_multiple=8'")
   parser.add_argument('--quiet', action='store_true',
                       help='no progress line on the terminal (there is one '
                       'only when stderr is a terminal)')
@@ -50,8 +61,14 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     sparsity = parse_sparsity_map(','.join(args.sparsity))
     zero = [parse_zero(z) for z in args.zero]
-    if not sparsity and not zero:
-      raise UsageError('nothing to do: give --sparsity and/or --zero')
+    if args.budget is not None and (sparsity or zero):
+      raise UsageError('--budget prunes whole channels by itself: give it '
+                       'without --sparsity and --zero (run twice for both)')
+    if args.hparams and args.budget is None:
+      raise UsageError('--hparams goes with --budget')
+    if not sparsity and not zero and args.budget is None:
+      raise UsageError('nothing to do: give --sparsity and/or --zero, or '
+                       '--budget')
   except (UsageError, CheckpointPruneError) as e:
     return fail(PROG, e, status=2)
   quiet_tensorflow()
@@ -59,8 +76,13 @@ def main(argv=None):
   from tf1prune.export.progress import terminal_progress  # pylint: disable=g-import-not-at-top
   progress = terminal_progress(PROG, quiet=args.quiet)
   try:
-    result = prune_checkpoint(args.checkpoint, args.output_dir, sparsity, zero,
-                              progress=progress)
+    if args.budget is not None:
+      from tf1prune.training.checkpoint_budget import prune_to_budget
+      result = prune_to_budget(args.checkpoint, args.output_dir, args.budget,
+                               args.hparams, progress=progress)
+    else:
+      result = prune_checkpoint(args.checkpoint, args.output_dir, sparsity,
+                                zero, progress=progress)
   except (CheckpointPruneError, OSError, tf.errors.OpError) as e:
     error = str(e).splitlines()[0] if str(e) else type(e).__name__
   else:
@@ -76,6 +98,8 @@ def main(argv=None):
         entry['zeros_after'],
         ', mask %s' % entry['mask'] if entry['mask'] else '',
         ', slots %s' % ' '.join(entry['slots']) if entry['slots'] else ''))
+  if 'table' in result:
+    sys.stdout.write(result['table'] + '\n')
   sys.stdout.write('wrote %s\n' % result['checkpoint'])
   return 0
 

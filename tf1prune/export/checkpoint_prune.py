@@ -264,6 +264,133 @@ def _write(values, dtypes, prefix, output_dir, tf):
   return os.path.join(output_dir, basename)
 
 
+class CheckpointState(object):
+  """A checkpoint's variables in memory, with its meta graph's tf1prune links.
+
+  Args:
+    checkpoint: a checkpoint prefix, or a folder (its latest checkpoint).
+
+  Attributes:
+    prefix: the checkpoint prefix read.
+    shapes, dtypes: {variable: shape}, {variable: tf.DType}.
+    values: {variable: NumPy array} once `load` read them, changed by
+      `prune` and by the caller.
+    masks, thresholds: {weight: its mask / threshold variable}.
+    locks: {weight: [(lock_mask, lock_value) variables]}.
+    trainable: the trainable variables' names, or None without a meta graph.
+
+  Raises:
+    CheckpointPruneError: the checkpoint cannot be read or is object-based.
+  """
+
+  def __init__(self, checkpoint):
+    import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+    self.prefix = _resolve(checkpoint)
+    try:
+      reader = tf.train.NewCheckpointReader(self.prefix)
+    except Exception as e:  # pylint: disable=broad-except
+      raise CheckpointPruneError('cannot read checkpoint %s: %s' % (
+          self.prefix, str(e).splitlines()[0] if str(e) else
+          type(e).__name__))
+    self.shapes = reader.get_variable_to_shape_map()
+    self.dtypes = reader.get_variable_to_dtype_map()
+    if _OBJECT_GRAPH in self.shapes:
+      raise CheckpointPruneError('%s is an object-based checkpoint '
+                                 '(tf.train.Checkpoint); save with '
+                                 'tf.train.Saver for prune_checkpoint'
+                                 % self.prefix)
+    self.masks, self.thresholds, self.locks, self.trainable = _graph_links(
+        self.prefix, tf, set(self.shapes))
+    self._reader = reader
+    self.values = {}
+
+  def load(self, progress=None):
+    """Reads every variable's value into `values`."""
+    notify(progress, 'reading variables', 0, len(self.shapes))
+    for name in sorted(self.shapes):
+      self.values[name] = np.asarray(self._reader.get_tensor(name))
+      notify(progress, 'reading variables', len(self.values),
+             len(self.shapes))
+
+  def candidates(self):
+    """The variables that may be pruned (see the module docstring)."""
+    own = set(self.masks.values()) | set(self.thresholds.values()) | {
+        n for pairs in self.locks.values() for pair in pairs for n in pair}
+    return _candidates(self.shapes, self.dtypes, own, self.trainable)
+
+  def effective(self, name):
+    """`weight * mask` of weight `name` (its mask: ones without one)."""
+    weight = self.values[name]
+    mask = (self.values[self.masks[name]].astype(weight.dtype)
+            if name in self.masks else np.ones_like(weight))
+    return weight * mask
+
+  def prune(self, name, new_mask, threshold=None, selected=None):
+    """Masks weight `name` with the bool `new_mask` (None: its mask as it
+    is), zeroes `selected` entries (locking them where a lock holds the
+    weight), and zeroes the pruned entries of the weight and of its
+    optimizer slots; returns the report entry.
+
+    Entries under a lock keep their mask, as `Pruning`'s update does.
+    """
+    weight = self.values[name]
+    if selected is None:
+      selected = np.zeros(weight.shape, bool)
+    old_mask = (self.values[self.masks[name]] if name in self.masks
+                else np.ones(weight.shape, weight.dtype))
+    zeros_before = float(np.mean(weight * old_mask == 0))
+    if new_mask is None:
+      new_mask = old_mask != 0
+    locked = np.zeros(weight.shape, bool)
+    for lock_mask, _ in self.locks.get(name, []):
+      locked |= self.values[lock_mask]
+    new_mask = np.where(locked & ~selected, old_mask != 0, new_mask)
+    new_mask &= ~selected
+    keep = new_mask.astype(weight.dtype)
+    self.values[name] = weight * keep
+    slots = _slots(name, self.shapes)
+    for slot in slots:
+      self.values[slot] = self.values[slot] * keep.astype(
+          self.values[slot].dtype)
+    if name in self.masks:
+      self.values[self.masks[name]] = keep.astype(
+          self.values[self.masks[name]].dtype)
+    if name in self.thresholds and threshold is not None:
+      self.values[self.thresholds[name]] = np.asarray(
+          threshold, self.values[self.thresholds[name]].dtype)
+    lock_names = []
+    if selected.any():
+      for lock_mask, lock_value in self.locks.get(name, []):
+        self.values[lock_mask] = self.values[lock_mask] | selected
+        self.values[lock_value] = np.where(
+            selected, 0, self.values[lock_value]).astype(
+                self.values[lock_value].dtype)
+        lock_names.append(lock_mask)
+    return {
+        'name': name, 'shape': list(self.shapes[name]),
+        'zeros_before': zeros_before,
+        'zeros_after': float(np.mean(self.values[name] == 0)),
+        'mask': self.masks.get(name), 'threshold': (float(threshold)
+                                                    if threshold is not None
+                                                    else None),
+        'slots': slots, 'locks': lock_names}
+
+  def write(self, output_dir):
+    """Writes the values as a checkpoint in the new folder `output_dir`;
+    returns its prefix."""
+    import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+    dtypes = {name: self.dtypes[name].base_dtype for name in self.shapes}
+    return _write(self.values, dtypes, self.prefix, output_dir, tf)
+
+
+def check_output_dir(output_dir):
+  """Raises `CheckpointPruneError` if `output_dir` exists."""
+  if os.path.exists(output_dir):
+    raise CheckpointPruneError('--output_dir %s exists; give a new folder (the '
+                               'pruned checkpoint is never written over '
+                               'anything)' % output_dir)
+
+
 def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None,
                      progress=None):
   """Writes a pruned copy of a checkpoint; returns a report.
@@ -297,37 +424,15 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None,
           'fraction of entries set to zero' % (pattern, value))
   if not sparsity and not zero:
     raise CheckpointPruneError('nothing to do: give --sparsity and/or --zero')
-  if os.path.exists(output_dir):
-    raise CheckpointPruneError('--output_dir %s exists; give a new folder (the '
-                               'pruned checkpoint is never written over '
-                               'anything)' % output_dir)
-  prefix = _resolve(checkpoint)
-  try:
-    reader = tf.train.NewCheckpointReader(prefix)
-  except Exception as e:  # pylint: disable=broad-except
-    raise CheckpointPruneError('cannot read checkpoint %s: %s' % (
-        prefix, str(e).splitlines()[0] if str(e) else type(e).__name__))
-  shapes = reader.get_variable_to_shape_map()
-  dtypes = reader.get_variable_to_dtype_map()
-  if _OBJECT_GRAPH in shapes:
-    raise CheckpointPruneError('%s is an object-based checkpoint '
-                               '(tf.train.Checkpoint); save with '
-                               'tf.train.Saver for prune_checkpoint' % prefix)
-  masks, thresholds, locks, trainable = _graph_links(prefix, tf, set(shapes))
-  own = set(masks.values()) | set(thresholds.values()) | {
-      n for pairs in locks.values() for pair in pairs for n in pair}
-  candidates = _candidates(shapes, dtypes, own, trainable)
-  partitions = _partitioned(shapes, trainable)
+  check_output_dir(output_dir)
+  state = CheckpointState(checkpoint)
+  shapes = state.shapes
+  candidates = state.candidates()
+  partitions = _partitioned(shapes, state.trainable)
   targets = _match(sorted(sparsity), candidates, '--sparsity', partitions)
   zero_targets = _match(sorted({r for r, _ in zero}), candidates, '--zero',
                         partitions)
-
-  values = {}
-  notify(progress, 'reading variables', 0, len(shapes))
-  for name in sorted(shapes):
-    values[name] = np.asarray(reader.get_tensor(name))
-    notify(progress, 'reading variables', len(values), len(shapes))
-  report = []
+  state.load(progress)
   changed = sorted(set(targets) | set(zero_targets))
   selections = {}
   from tf1prune.masks import index_mask
@@ -338,63 +443,21 @@ def prune_checkpoint(checkpoint, output_dir, sparsity=None, zero=None,
         try:
           selected |= index_mask(shapes[name], index)
         except ValueError as e:
-          raise CheckpointPruneError('--zero %s[...] on %s: %s' % (pattern, name, e))
+          raise CheckpointPruneError('--zero %s[...] on %s: %s'
+                                     % (pattern, name, e))
     selections[name] = selected
-
   jobs = []
   for name in changed:
-    weight = values[name]
-    old_mask = (values[masks[name]].astype(weight.dtype) if name in masks
-                else np.ones_like(weight))
-    effective = weight * old_mask
     if name in targets:
-      scores = np.abs(effective)
+      scores = np.abs(state.effective(name))
       scores[selections[name]] = 0
       jobs.append((scores, sparsity[targets[name]]))
   computed = iter(_magnitude_masks(tf, jobs, progress))
+  report = []
   for name in changed:
-    weight = values[name]
-    old_mask = (values[masks[name]] if name in masks
-                else np.ones(weight.shape, weight.dtype))
-    zeros_before = float(np.mean(weight * old_mask == 0))
-    threshold = None
+    new_mask, threshold = None, None
     if name in targets:
       new_mask, threshold = next(computed)
       new_mask = new_mask.astype(bool)
-    else:
-      new_mask = old_mask != 0
-    # Entries under a lock keep their mask, as Pruning's mask update does.
-    locked = np.zeros(weight.shape, bool)
-    for lock_mask, _ in locks.get(name, []):
-      locked |= values[lock_mask]
-    new_mask = np.where(locked & ~selections[name], old_mask != 0, new_mask)
-    new_mask &= ~selections[name]
-    keep = new_mask.astype(weight.dtype)
-    values[name] = weight * keep
-    slots = _slots(name, shapes)
-    for slot in slots:
-      values[slot] = values[slot] * keep.astype(values[slot].dtype)
-    if name in masks:
-      values[masks[name]] = keep.astype(values[masks[name]].dtype)
-    if name in thresholds and threshold is not None:
-      values[thresholds[name]] = np.asarray(
-          threshold, values[thresholds[name]].dtype)
-    lock_names = []
-    if selections[name].any():
-      for lock_mask, lock_value in locks.get(name, []):
-        values[lock_mask] = values[lock_mask] | selections[name]
-        values[lock_value] = np.where(selections[name], 0,
-                                      values[lock_value]).astype(
-                                          values[lock_value].dtype)
-        lock_names.append(lock_mask)
-    report.append({
-        'name': name, 'shape': list(shapes[name]),
-        'zeros_before': zeros_before,
-        'zeros_after': float(np.mean(values[name] == 0)),
-        'mask': masks.get(name), 'threshold': (float(threshold)
-                                               if threshold is not None
-                                               else None),
-        'slots': slots, 'locks': lock_names})
-  tf_dtypes = {name: dtypes[name].base_dtype for name in shapes}
-  written = _write(values, tf_dtypes, prefix, output_dir, tf)
-  return {'checkpoint': written, 'weights': report}
+    report.append(state.prune(name, new_mask, threshold, selections[name]))
+  return {'checkpoint': state.write(output_dir), 'weights': report}

@@ -57,6 +57,22 @@ _DEFAULTS = (
     ('channel_group_reduction', 'sum'),
     ('channel_group_min_channels', 1),
     ('channel_group_multiple', 1),
+    # Pruning to a budget (tf1prune.plan.budget).
+    ('budget', ''),
+    ('budget_criterion', 'l2'),
+    ('budget_normalization', 'mean'),
+    ('budget_cost_exponent', 0.0),
+    ('budget_taylor_decay', 0.9),
+    ('budget_sensitivity', ''),
+    ('budget_max_drop', 0.01),
+    # A latency budget's table, and the runtime it is measured on.
+    ('latency_table', ''),
+    ('latency_runtime', 'tf'),
+    ('latency_threads', 1),
+    ('latency_batch', 1),
+    # Zero the bias and batch norm of a removed output channel (always with
+    # a budget).
+    ('prune_channel_params', False),
 )
 
 
@@ -225,7 +241,9 @@ def get_pruning_hparams():
   (`granularity_map`, `group_importance`, `global_pruning_groups`) and those of
   coupled filter pruning (`channel_group_reduction`: 'sum', 'mean' or 'max';
   `channel_group_min_channels`; `channel_group_multiple`; see
-  docs/channel_groups.md).
+  docs/channel_groups.md) and those of pruning to a budget (`budget`,
+  `budget_criterion`, `budget_normalization`, `budget_taylor_decay`; see
+  docs/budget.md).
   """
   return HParams(**dict((n, list(v) if isinstance(v, list) else v)
                         for n, v in _DEFAULTS))

@@ -30,7 +30,7 @@ the guard of the model's outputs: it has no graph to find them in), both through
 import collections
 import re
 
-from tf1prune.masks import Block, Element
+from tf1prune.masks import Block, CoupledFilter, Element
 
 __all__ = ['PruningPlan', 'Selection', 'WeightSpec']
 
@@ -150,6 +150,11 @@ class PruningPlan(object):
     """
     spec = self._spec
     structured = spec.granularity_map.lookup(name)
+    if spec.budget is not None and (structured is None or
+                                    structured.kind == 'filter'):
+      # A budget removes whole channels: filters by channel group.
+      if spec.block_dims_map.lookup(name) is None:
+        return CoupledFilter(spec.group_importance, *spec.channel_groups)
     if structured is not None:
       if spec.block_dims_map.lookup(name) is not None:
         raise ValueError('weight %s is in both granularity_map and '
@@ -184,7 +189,7 @@ class PruningPlan(object):
     """The `granularity_map` value of weight `name` as written, or None."""
     value = self._spec.granularity_map.lookup(name)
     if value is None:
-      return None
+      return None if self._spec.budget is None else 'coupled_filter'
     if value.kind == 'block':
       return 'block' + 'x'.join(str(d) for d in value.args)
     if value.kind == 'nm':
@@ -211,8 +216,9 @@ class PruningPlan(object):
     top-k, or nothing reads them) is not pruned by a granularity that removes
     whole output channels (`filter`, `coupled_filter`, blocks over every
     input) unless the user names it (`names_layer`). Only `granularity_map`
-    is guarded: contrib's `block_dims_map` / `block_height` x `block_width`
-    keep contrib's behaviour, whatever their blocks span.
+    (and a budget's default `coupled_filter`) is guarded: contrib's
+    `block_dims_map` / `block_height` x `block_width` keep contrib's
+    behaviour, whatever their blocks span.
 
     Args:
       weight: its `WeightSpec`.
@@ -223,7 +229,8 @@ class PruningPlan(object):
     """
     if not weight.pruned or not outputs:
       return False
-    if self._granularity_text(weight.name) is None:
+    if (self._granularity_text(weight.name) is None and
+        self._spec.budget is None):
       return False    # contrib's blocks prune as contrib did (drop-in)
     return (weight.granularity.removes_outputs(list(shape)) and
             not self.names_layer(weight.name, names))

@@ -26,6 +26,7 @@ import collections
 import numbers
 import re
 
+from tf1prune.plan.budget import CRITERIA, NORMALIZATIONS, parse_budget
 from tf1prune.plan.hparams import _DEFAULTS, HParams, get_pruning_hparams
 from tf1prune.masks import (IMPORTANCES, NM, REDUCTIONS, ChannelBlock,
                             CoupledFilter, Element, Filter, InputChannel,
@@ -215,6 +216,28 @@ def _check_ranges(hp):
   _check(hp.channel_group_multiple >= 1,
          'channel_group_multiple must be >= 1 (1: no rounding; 8, 16 or 32 '
          'for accelerators), got %d', hp.channel_group_multiple)
+  _check(hp.budget_criterion in CRITERIA,
+         "budget_criterion must be 'l1', 'l2', 'taylor' or 'bn_scale', got %r",
+         hp.budget_criterion)
+  _check(hp.budget_normalization in NORMALIZATIONS,
+         "budget_normalization must be 'mean', 'max' or 'none', got %r",
+         hp.budget_normalization)
+  _check(0.0 <= hp.budget_cost_exponent <= 2.0,
+         'budget_cost_exponent must be in [0, 2] (1: importance per unit of '
+         'cost saved, 0: importance alone), got %r', hp.budget_cost_exponent)
+  _check(0.0 <= hp.budget_taylor_decay < 1.0,
+         'budget_taylor_decay must be in [0, 1), got %r',
+         hp.budget_taylor_decay)
+  _check(hp.latency_runtime in ('tf', 'tflite'),
+         "latency_runtime must be 'tf' (a TF session) or 'tflite' (the TFLite "
+         "interpreter), got %r", hp.latency_runtime)
+  _check(hp.latency_threads >= 1, 'latency_threads must be >= 1, got %d',
+         hp.latency_threads)
+  _check(hp.latency_batch >= 1, 'latency_batch must be >= 1, got %d',
+         hp.latency_batch)
+  _check(hp.budget_max_drop >= 0.0,
+         'budget_max_drop must be >= 0 (how much worse than the baseline the '
+         'sensitivity metric may get), got %r', hp.budget_max_drop)
   return schedule
 
 
@@ -225,7 +248,11 @@ _Spec = collections.namedtuple('PruningSpec', [
     'name', 'begin_pruning_step', 'end_pruning_step', 'pruning_frequency',
     'schedule', 'threshold_method', 'threshold_decay', 'nbins',
     'group_importance', 'channel_groups', 'block', 'do_not_prune',
-    'weight_sparsity_map',
+    'weight_sparsity_map', 'budget', 'budget_criterion',
+    'budget_normalization', 'budget_cost_exponent', 'budget_taylor_decay',
+    'budget_sensitivity',
+    'budget_max_drop', 'latency_table', 'latency_runtime', 'latency_threads',
+    'latency_batch', 'prune_channel_params',
     'block_dims_map', 'granularity_map', 'global_pruning_groups', 'hparams'])
 
 
@@ -243,6 +270,11 @@ class PruningSpec(_Spec):
     block: (height, width, pooling) of `block_height`, `block_width`,
       `block_pooling_function`.
     do_not_prune, global_pruning_groups: `tf1prune.plan.regex_maps.RegexList`s.
+    budget: the `tf1prune.plan.budget.Budget` of the `budget` hparam, or
+      None; budget_criterion, budget_normalization, budget_taylor_decay,
+      budget_sensitivity, budget_max_drop, latency_table, latency_runtime,
+      latency_threads, latency_batch: the hparams;
+      prune_channel_params: the hparam, True with a budget.
     weight_sparsity_map, block_dims_map, granularity_map:
       `tf1prune.plan.regex_maps.RegexMap`s of floats, (H, W) pairs and
       `GranularitySpec`s.
@@ -282,6 +314,16 @@ class PruningSpec(_Spec):
         granularity_map=RegexMap('granularity_map', hp.granularity_map,
                                  parse_granularity),
         do_not_prune=RegexList('do_not_prune', hp.do_not_prune),
+        budget=parse_budget(hp.budget),
+        budget_criterion=hp.budget_criterion,
+        budget_normalization=hp.budget_normalization,
+        budget_cost_exponent=float(hp.budget_cost_exponent),
+        budget_taylor_decay=float(hp.budget_taylor_decay),
+        budget_sensitivity=hp.budget_sensitivity,
+        budget_max_drop=float(hp.budget_max_drop),
+        latency_table=hp.latency_table, latency_runtime=hp.latency_runtime,
+        latency_threads=hp.latency_threads, latency_batch=hp.latency_batch,
+        prune_channel_params=bool(hp.prune_channel_params or hp.budget),
         hparams=tuple(sorted(
             (n, tuple(v) if isinstance(v, (list, tuple)) else v)
             for n, v in hp.values().items())))

@@ -52,7 +52,7 @@ def _shape(target):
   return shape.as_list() if shape.is_fully_defined() else None
 
 
-def plan_coupled(targets, records, graph=None, plan=None):
+def plan_coupled(targets, records, graph=None, plan=None, groups=None):
   """Splits `Pruning`'s targets into plain ones and coupled channel groups.
 
   `tf1prune.plan.coupled.split_coupled` over the groups of `graph`.
@@ -65,6 +65,8 @@ def plan_coupled(targets, records, graph=None, plan=None):
     plan: the `tf1prune.plan.PruningPlan` the targets' specs come from: a
       weight whose output channels are the model's outputs is pruned by
       filters only if it says so (the user named the layer); None: no guard.
+    groups: the `ChannelGroup`s of `records` in `graph`, if found already
+      (`find_channel_groups`).
 
   Returns:
     (plain targets, list of `CoupledTargets`), as `split_coupled`.
@@ -74,7 +76,8 @@ def plan_coupled(targets, records, graph=None, plan=None):
       targets or `global_pruning_groups`.
   """
   return split_coupled(
-      targets, lambda: find_channel_groups(graph, records),
+      targets, lambda: (find_channel_groups(graph, records)
+                        if groups is None else groups),
       [r.name for r in records], plan,
       lambda text: warn_once(graph, '%s', text),
       lambda t: t.record.name, _shape)

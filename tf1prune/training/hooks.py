@@ -101,7 +101,13 @@ class PruningHook(tf.train.SessionRunHook):
     self._pruning = pruning
     self._bake = bool(bake_masks)
     self._gated = hasattr(pruning, 'conditional_mask_update_op')
+    # With a budget or prune_channel_params: more to run after each step.
+    self._budget = self._gated and (
+        pruning.budget_plan() is not None or
+        pruning.pruning_spec.prune_channel_params)
     self._op = None
+    self._beside = None
+    self._params = None
     self._capture = None
     self._last_read = None
     self._step = None
@@ -119,7 +125,17 @@ class PruningHook(tf.train.SessionRunHook):
     weights = set(r.weight.name for r in masked_weight_records())
     read = [l for l in lock_records() if l.effective.name in weights]
     self._capture = capture_lock_values_op(locks=read) if read else None
-    update = self._pruning.conditional_mask_update_op()
+    if self._budget:
+      # With a budget: the importance averages beside the training op (they
+      # read its gradients), the update after it, then the removed
+      # channels' parameters zeroed after every step.
+      # pylint: disable=protected-access
+      update = self._pruning._gated_update_op()
+      self._beside = self._pruning.importance_update_op()
+      with tf.control_dependencies([update]):
+        self._params = self._pruning.channel_params_op()
+    else:
+      update = self._pruning.conditional_mask_update_op()
     if self._bake:
       update = _bake_op(update)
     self._op = update
@@ -137,6 +153,8 @@ class PruningHook(tf.train.SessionRunHook):
       self._last = int(session.run(self._last_read))
 
   def before_run(self, run_context):
+    if self._budget:
+      return tf.train.SessionRunArgs([self._step, self._beside])
     if self._gated and not self._bake:
       return tf.train.SessionRunArgs(self._step)
     return None
@@ -144,6 +162,12 @@ class PruningHook(tf.train.SessionRunHook):
   def after_run(self, run_context, run_values):
     if not self._gated:
       run_context.session.run(self._op)
+    elif self._budget:
+      due = self._bake or self._may_be_due(int(run_values.results[0]))
+      fetches = [self._params] + ([self._last_read] if due else [])
+      results = run_context.session.run(fetches)
+      if due:
+        self._last = int(results[1])
     elif self._bake or self._may_be_due(int(run_values.results)):
       self._last = int(run_context.session.run(self._last_read))
 

@@ -38,7 +38,8 @@ import sys
 import tensorflow.compat.v1 as tf
 
 from tf1prune.graph import conditional, locks
-from tf1prune.training import coupled
+from tf1prune.training import channel_params, coupled
+from tf1prune.training.budget import BudgetPlan, BudgetReport, Taylor
 from tf1prune.training.contrib_spec import HParamsView, reparse
 from tf1prune.plan.hparams import get_pruning_hparams
 from tf1prune.graph.masking import masked_weight_records
@@ -175,6 +176,9 @@ class Pruning(object):
       sparsity at the int64 global step; replaces the spec's schedule. Weights
       in `weight_sparsity_map` get `schedule.with_target(target)(step)` if the
       schedule has `with_target`, else the scaling of `sparsity`.
+    loss: optional scalar loss tensor: with `budget_criterion=taylor`, the
+      gradients of weights that no optimizer op of the graph updates are
+      taken from it.
 
   Raises:
     ValueError: an hparam is out of range, there is no global step, the
@@ -182,7 +186,8 @@ class Pruning(object):
       `schedule` are given.
   """
 
-  def __init__(self, spec=None, global_step=None, sparsity=None, schedule=None):
+  def __init__(self, spec=None, global_step=None, sparsity=None, schedule=None,
+               loss=None):
     if isinstance(spec, PruningSpec):
       self._hparams, parsed = spec.to_hparams(), spec
     else:
@@ -205,9 +210,13 @@ class Pruning(object):
     self._global_step = tf.cast(global_step, tf.int64)
     self._external_sparsity = sparsity
     self._user_schedule = schedule
+    self._loss = loss
+    self._budget = None          # (plain, coupled, BudgetPlan, Taylor or None)
+    self._params = ([], [])      # channel_params (owners, found)
     self._parsed = self._plan = None
     self._update_op = None
     self._conditional_op = None
+    self._gated_op = None
     self._derive(parsed)
 
   def _derive(self, parsed):
@@ -245,7 +254,7 @@ class Pruning(object):
     return HParamsView(lambda: self._parsed, self._set_hparam)
 
   def _set_hparam(self, name, value):
-    built = self._update_op is not None or self._conditional_op is not None
+    built = self._update_op is not None or self._gated_op is not None
     if built:
       raise ValueError(
           'Pruning._spec.%s = %r comes too late: the mask update ops are '
@@ -309,6 +318,8 @@ class Pruning(object):
 
   def _prunable(self):
     """Returns (plain `_Target`s, `CoupledTargets`) of the pruned weights."""
+    if self._budget is not None:
+      return self._budget[:2]     # made once: it holds variables
     records = masked_weight_records()
     # Mask entries under a lock keep their value (tf1prune.graph.locks).
     frozen = locks.frozen_mask_regions(records)
@@ -320,7 +331,52 @@ class Pruning(object):
     targets = [_Target(r, self._plan.weight(r.name, r.mask.op.name, r.mask),
                        frozen.get(r.name)) for r in records]
     targets = [t for t in targets if t.spec.pruned]
-    return coupled.plan_coupled(targets, records, graph, self._plan)
+    if self._parsed.budget is None:
+      prunable = coupled.plan_coupled(targets, records, graph, self._plan)
+      self._params = self._channel_params(prunable)
+      return prunable
+    budget = BudgetPlan(graph, records, self._parsed)
+    plain, items = coupled.plan_coupled(targets, records, graph, self._plan,
+                                        budget.trace.groups)
+    budget.use(items)
+    # Variables and the importance update: outside the caller's control
+    # dependencies (an initializer must not run a training step).
+    with tf.control_dependencies(None):
+      taylor = (Taylor(budget, self._parsed.budget_taylor_decay,
+                       self._loss)
+                if self._parsed.budget_criterion == 'taylor' else None)
+      with tf.variable_scope(self._parsed.name, reuse=tf.AUTO_REUSE):
+        self._budget_cost_ratio = tf.get_variable(
+            'budget_cost_ratio', [], tf.float32,
+            initializer=tf.ones_initializer(), trainable=False)
+      with tf.name_scope(self._parsed.name + '_budget'):
+        # What `budget_report` reads (built now: a training session
+        # finalizes the graph).
+        allowed = budget.cost_budget(self._global_step, self._parsed.schedule)
+        self._budget_now = (
+            tf.concat([budget.current_units(item) for item in items], 0),
+            allowed, allowed / budget.dense)
+    self._budget = (plain, items, budget, taylor)
+    self._params = self._channel_params(self._budget[:2])
+    return self._budget[:2]
+
+  def _channel_params(self, prunable):
+    """(owners, found) of `tf1prune.training.channel_params`: the weights
+    whose removed channels' biases and batch norms are zeroed (with a
+    budget or `prune_channel_params`), and those parameters."""
+    if self._parsed.budget is None and \
+        not self._parsed.prune_channel_params:
+      return [], []
+    plain, items = prunable
+    owners = [channel_params.owner_of_group(item) for item in items]
+    for target in plain:
+      shape = target.record.weight.get_shape()
+      if shape.is_fully_defined() and \
+          target.spec.granularity.removes_outputs(shape.as_list()):
+        count = shape.as_list()[-1]
+        owners.append(channel_params.Owner(
+            [(target.record, -1, tuple(range(count)))], count))
+    return owners, channel_params.find(owners)
 
   def shrink_preview(self, sess, output_node_names, objective='flops'):
     """The `ShrinkReport` the exported, shrunk graph will have, from `sess`.
@@ -352,6 +408,10 @@ class Pruning(object):
   def _masks(self, plain, coupled, non_finite):
     """Returns {weight name: (mask, threshold)}: the plan's masks as tensors;
     `non_finite` gets the counts the selects made (`compute_masks`)."""
+    results = {}
+    if self._budget is not None:
+      results.update(self._budget_masks(coupled))
+      coupled = []
     units = [MaskUnit([t.record.name], t.record.weight, t.record.threshold,
                       t.spec) for t in plain]
     units += [MaskUnit([t.record.name for t in item.targets],
@@ -363,8 +423,118 @@ class Pruning(object):
       if not members:
         tf.logging.warning('global_pruning_groups entry %r matches no prunable '
                            'weight', pattern)
-    return compute_masks(self._plan, units, self._sparsity, self._sparsity_for,
-                         non_finite)
+    results.update(compute_masks(self._plan, units, self._sparsity,
+                                 self._sparsity_for, non_finite))
+    return results
+
+  # ------------------------------------------------------------ budget
+
+  def budget_plan(self):
+    """The `tf1prune.training.budget.BudgetPlan` (groups, units, cost
+    model) of the `budget` hparam, or None without a budget.
+
+    Raises:
+      ValueError: the budget cannot be met or used (see `BudgetPlan.use`).
+    """
+    if self._parsed.budget is None:
+      return None
+    self._prunable()
+    return self._budget[2]
+
+  def _budget_masks(self, items):
+    """{weight name: (mask, threshold)} of the budget's groups."""
+    _, _, budget, taylor = self._budget
+    params = self._params[1]
+    with tf.name_scope('budget'):
+      locked = []
+      for item in items:
+        units = coupled.locked_units(item)
+        locked.append(tf.zeros([item.group.num_units], tf.bool)
+                      if units is None else units)
+      current = tf.concat([budget.current_units(i) for i in items], 0)
+      allowed = budget.cost_budget(self._global_step, self._parsed.schedule)
+      keep, cost = budget.keep_units(
+          budget.importance(self._parsed.budget_criterion, params, taylor),
+          current, tf.concat(locked, 0), allowed)
+      ratio = tf.cast(cost / budget.dense, tf.float32)
+      # The threshold of a member: the cost ratio its update reached.
+      ratio = tf.identity(tf.assign(self._budget_cost_ratio, ratio))
+    results = {}
+    for item, unit_mask in zip(items, budget.split(keep)):
+      masks = self._units(item).spread(
+          [t.record.weight for t in item.targets], unit_mask)
+      for target, mask in zip(item.targets, masks):
+        results[target.record.name] = (mask, ratio)
+    return results
+
+  def channel_params(self):
+    """The biases and batch norm scales and offsets zeroed with the
+    channels the masks remove (with a budget or `prune_channel_params`):
+    [(variable, owner index, units, what)] of
+    `tf1prune.training.channel_params.find`."""
+    self._prunable()
+    return list(self._params[1])
+
+  def channel_params_op(self):
+    """An op that zeroes the biases and batch norm scales and offsets of
+    the output channels the masks removed (`tf1prune.training.
+    channel_params`; with a budget or `prune_channel_params`, else a
+    no-op).
+
+    The mask update runs it after writing the masks, and `PruningHook`
+    after every training step, so a removed channel is exactly 0 in every
+    forward pass and in every checkpoint.
+    """
+    self._prunable()
+    if not self._params[1]:
+      return tf.no_op('channel_params')
+    return self._zero_removed_params()
+
+  def _zero_removed_params(self):
+    owners, found = self._params
+    with tf.name_scope(self._parsed.name + '_channel_params'):
+      return channel_params.zero_op(found, owners)
+
+  @property
+  def cost_ratio(self):
+    """With a budget: the float32 scalar variable of the exported graph's
+    cost ratio (to the dense model's) that the last mask update reached, 1
+    before the first; None without a budget."""
+    if self.budget_plan() is None:
+      return None
+    return self._budget_cost_ratio
+
+  @property
+  def cost_ratio_target(self):
+    """With a budget: the float64 scalar tensor of the cost ratio the
+    schedule allows at the current step; None without a budget."""
+    return None if self.budget_plan() is None else self._budget_now[2]
+
+  def budget_report(self, sess):
+    """The `tf1prune.training.budget.BudgetReport` of the current masks
+    in `sess`: per layer, the widths and the cost before and after, and the
+    cost the schedule allows at the current step.
+
+    Raises:
+      ValueError: there is no budget.
+    """
+    plan = self.budget_plan()
+    if plan is None:
+      raise ValueError('budget_report needs the budget hparam; this Pruning '
+                       'has none (budget=%r)' % self._parsed.values()['budget'])
+    units, allowed = sess.run(self._budget_now[:2])
+    return BudgetReport(plan, units, allowed)
+
+  def importance_update_op(self):
+    """The op that updates the `taylor` importance averages; run it in
+    the same `session.run` as the training op, so that it reads the
+    gradients the training step computes (`PruningHook` does). A no-op
+    without `budget_criterion=taylor`."""
+    if self._parsed.budget is None or \
+        self._parsed.budget_criterion != 'taylor':
+      return tf.no_op('importance_update')
+    self._prunable()
+    return self._budget[3].update_op
 
   def _mask_assign_ops(self, prunable):
     """Returns the assign ops of the masks and thresholds of `prunable`."""
@@ -389,6 +559,9 @@ class Pruning(object):
   def _build_update(self, targets):
     with tf.name_scope(self._parsed.name):
       assigns = self._mask_assign_ops(targets)
+      if self._params[1]:
+        with tf.control_dependencies(assigns):
+          assigns = [self._zero_removed_params()]
       with tf.control_dependencies(assigns):
         step = tf.assign(self._last_update_step,
                          tf.cast(self._global_step, tf.int32),
@@ -398,9 +571,16 @@ class Pruning(object):
 
   def _variables(self, prunable):
     """The variables the update of `prunable` reads or writes."""
-    return [self._global_step, self._last_update_step] + [
+    found = [self._global_step, self._last_update_step] + [
         v for t in _each_target(prunable)
         for v in (t.record.weight, t.record.mask, t.record.threshold)]
+    if self._budget is not None:
+      _, _, budget, taylor = self._budget
+      found.append(self._budget_cost_ratio)
+      found.extend(v for v, _, _, _ in self._params[1])
+      if taylor is not None:
+        found.extend(taylor.averages.values())
+    return found
 
   def mask_update_op(self):
     """Returns the op that recomputes every mask now (built once)."""
@@ -425,16 +605,32 @@ class Pruning(object):
       contrib's `tf.cond` returned it).
     """
     if self._conditional_op is None:
+      gated = self._gated_update_op()
+      if not self._params[1] and self._budget is None:
+        self._conditional_op = gated
+      else:
+        # Every step: the importance averages (beside the training op) and
+        # the removed channels' parameters (after the update).
+        with tf.control_dependencies([gated]):
+          params = self.channel_params_op()
+        with tf.control_dependencies([params, self.importance_update_op()]):
+          self._conditional_op = tf.identity(gated,
+                                             name='conditional_mask_update')
+    return self._conditional_op
+
+  def _gated_update_op(self):
+    """The mask update on pruning steps only (built once)."""
+    if self._gated_op is None:
       # Read outside the cond: under TF2 its branches are separate graphs.
       targets = self._prunable()
       with tf.name_scope(self._parsed.name + '_conditional'):
         due = self._plan.is_pruning_step(
             self._global_step, tf.cast(self._last_update_step, tf.int64),
             tf.logical_and, tf.logical_or)
-        self._conditional_op = conditional.run_if(
+        self._gated_op = conditional.run_if(
             due, lambda: self._build_update(targets),
             self._variables(targets), 'conditional_mask_update')
-    return self._conditional_op
+    return self._gated_op
 
   def add_pruning_summaries(self):
     """Adds scalar summaries of the schedule, the masks and the thresholds."""
@@ -446,6 +642,15 @@ class Pruning(object):
                           tf.nn.zero_fraction(record.mask))
         tf.summary.scalar(record.threshold.op.name + '/threshold',
                           record.threshold)
+      if self._parsed.budget is not None:
+        budget = self.budget_plan()
+        units, _, ratio = self._budget_now
+        tf.summary.scalar('budget/cost_ratio_target', ratio)
+        tf.summary.scalar('budget/cost_ratio', self._budget_cost_ratio)
+        for item, kept in zip(budget.items, budget.split(units)):
+          kept = tf.reduce_mean(kept)
+          for member in item.group.members:
+            tf.summary.scalar(member.name + '/kept_channels', kept)
 
   def print_hparams(self):
     """Logs every hyperparameter of the spec at INFO level."""

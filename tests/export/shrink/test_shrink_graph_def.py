@@ -394,7 +394,7 @@ def test_an_input_of_unknown_size_gets_the_removed_values_as_a_ones_channel(
 
 @pytest.mark.parametrize('radius,beta',
                          [(2, 0.75), (5, 0.5), (1, 1.0), (3, 0.6)])
-def test_lrn_loses_channels_that_are_0_there_and_becomes_a_band_conv(
+def test_lrn_loses_channels_that_are_0_there_and_keeps_its_own_op(
     radius, beta):
   # contrib's CIFAR-10 net: conv -> relu -> pool -> LRN -> conv. Filters 1, 4
   # and 5 are empty and their bias is negative, so relu makes them 0; filter
@@ -411,20 +411,36 @@ def test_lrn_loses_channels_that_are_0_there_and_becomes_a_band_conv(
   h = tf.nn.lrn(h, radius, bias=1.5, alpha=0.01, beta=beta, name='norm1')
   _conv(h, rs.randn(3, 3, 8, 5), rs.randn(5), 'SAME', name='y')
   feed = rs.randn(3, 8, 8, 3).astype(np.float32)
-  small, report = _check_same_outputs(
-      tf.get_default_graph().as_graph_def(), feed)
+  graph_def = tf.get_default_graph().as_graph_def()
+  small, report = _check_same_outputs(graph_def, feed)
+  # The same LRN op on the same values: the outputs are bit for bit equal.
+  np.testing.assert_array_equal(run_graph_def(small, feed),
+                                run_graph_def(graph_def, feed))
   conv1, conv2, norm = report.layers
   assert (conv1.outputs_after, conv2.inputs_after) == (5, 5)
-  kept = np.array([0, 2, 3, 6, 7])
-  expected = np.where(np.abs(kept[:, None] - kept[None, :]) <= radius, 0.01,
-                      0.0)
-  band = _consts(small)['norm1/band/weight']
-  np.testing.assert_array_equal(band[0, 0], expected.astype(np.float32))
-  assert norm == (norm.name, 'LRN', 8, 5, 8, 5, 0, 25, 0, 2 * 25 * 4 * 4)
-  assert [n.op for n in small.node if n.name == 'norm1'] == ['Mul']
+  consts = _consts(small)
+  assert consts['norm1/kept'].tolist() == [0, 2, 3, 6, 7]
+  assert consts['norm1/places/indices'].tolist() == [0, 5, 1, 2, 5, 5, 3, 4]
+  # Its band sums at the original width: 2 (2 r + 1) per channel, 4x4.
+  flops = 2 * (2 * radius + 1) * 8 * 4 * 4
+  assert norm == (norm.name, 'LRN', 8, 5, 8, 5, 0, 0, flops, flops)
+  ops = {n.name: n.op for n in small.node if n.name.startswith('norm1')}
+  assert (ops['norm1'], ops['norm1/full'], ops['norm1/places']) == (
+      'GatherV2', 'LRN', 'GatherV2')
   stop, = report.stops
   assert stop.channels == 1 and stop.op == 'LRN'
   assert 'LRN divides a removed channel that is not 0' in stop.reason
+
+
+def test_every_lrn_is_counted_with_the_flops_of_its_band_sums():
+  x = tf.placeholder(tf.float32, [None, 6, 6, 4], name='x')
+  tf.nn.lrn(_conv(x, np.ones([1, 1, 4, 4]), np.ones(4), 'SAME'), 2,
+            name='y')
+  _, report = shrink_graph_def(tf.get_default_graph().as_graph_def(), ['y'])
+  norm = [l for l in report.layers if l.op == 'LRN']
+  assert norm == [('y', 'LRN', 4, 4, 4, 4, 0, 0, 2 * 5 * 4 * 36,
+                   2 * 5 * 4 * 36)]
+  assert report.flops_before == 2 * 16 * 36 + 2 * 5 * 4 * 36
 
 
 def test_empty_outputs_of_the_last_layer_stay_and_one_channel_is_always_kept():

@@ -61,7 +61,7 @@ class FrozenGraph(GraphIndex):
     self.folded = {}   # layer name -> float consts the shrink added for it
     self.extra = {}    # conv name -> [(extra input channels, pattern)]
     self.maps = {}     # conv name -> (layer, float64 map added at its output)
-    self.lrn = {}      # rewritten LRN -> (its band weight, channels before)
+    self.lrn = {}      # rewritten LRN -> (its kept indices, channels before)
     self.keep_two = set()   # tensors that keep two channels, not one
 
   def add(self, node):

@@ -1,29 +1,29 @@
-"""An LRN whose input lost channels, rewritten exactly over the kept ones.
+"""An LRN whose input lost channels, rewritten exactly: the kept channels put
+back in their places, the LRN, the kept channels taken out again.
 
     >>> import numpy as np
-    >>> from tf1prune.export.shrink.lrn import band
-    >>> band(np.array([0, 1, 3]), depth_radius=1, alpha=2.0).tolist()
-    [[2.0, 2.0, 0.0], [2.0, 2.0, 0.0], [0.0, 0.0, 2.0]]
+    >>> from tf1prune.export.shrink.lrn import places
+    >>> places(np.array([0, 1, 3]), 5).tolist()     # 3 kept of 5; 3: a zero
+    [0, 1, 3, 2, 3]
 
 TF's LRN (NHWC, over the last axis) computes, for channel c of its input,
 `y[c] = x[c] / (bias + alpha * sum(x[e]**2 for |e - c| <= depth_radius)) **
 beta`. A removed channel that is 0 at the LRN adds nothing to those sums and
 gives 0 (`tf1prune.channels`' LRN row), so it may go; but the kept channels'
-indices change, and the LRN op sums over index windows. Over the kept
-channels K (their indices in the original input) the sums are a 1x1 conv of
-`x**2` with `band(K)`, so `rewrite(g, node, kept)` turns the LRN node into
+indices change, and the LRN op sums over index windows. `rewrite(g, node,
+kept, channels)` therefore runs the same LRN over the original channels,
+with zeros where the removed ones were:
 
-    Mul(x, scale(AddV2(Conv2D(Square(x), band(K)), bias)))
+    GatherV2(LRN(GatherV2(Pad(x, one zero channel), places)), kept)
 
-named `<lrn>/square`, `<lrn>/band` (with its weight `<lrn>/band/weight`),
-`<lrn>/sum`, `<lrn>/scale` and the LRN's own name for the `Mul`, so its
-consumers read it as before. `scale(s)` is `s ** -beta` in vectorized ops
-(TF's CPU `Pow` of floats is a scalar loop, slower than the LRN itself):
-`Rsqrt` for beta 0.5, `Reciprocal` for 1, `Rsqrt(s) * Sqrt(Rsqrt(s))` for
-0.75 (contrib's CIFAR-10 net), else `Exp(Log(s) * -beta)`. All are stock ops
-of every deployment stack.
-The band conv costs `2 * H * W * |K|**2` FLOPs per example: the shrink
-report lists it as a layer of its own, op `LRN`, with nothing before.
+named `<lrn>/pad`, `<lrn>/places` (the gather putting each kept channel in
+its place and the zero channel in the others, with `<lrn>/places/indices`
+and `<lrn>/axis`), `<lrn>/full` (the LRN, its attributes unchanged) and the
+LRN's own name for the last gather (`<lrn>/kept`), so that its consumers
+read it as before. Every kept channel's output is the LRN's own: the same
+op on the same values. The gathers only move values; the LRN costs what it
+cost before (the shrink report lists every LRN, with the FLOPs of its band
+sums, `2 * (2 * depth_radius + 1)` per channel and position).
 """
 
 import numpy as np
@@ -31,9 +31,8 @@ import tensorflow.compat.v1 as tf
 
 from tf1prune.export.shrink.frozen_graph import split_input
 
-SUFFIXES = ('/square', '/band', '/band/weight', '/sum', '/sum/bias',
-            '/scale', '/scale/rsqrt', '/scale/sqrt', '/scale/log',
-            '/scale/times', '/scale/exponent')
+SUFFIXES = ('/pad', '/pad/paddings', '/places', '/places/indices', '/axis',
+            '/full', '/kept')
 
 
 def rewritten_lrn(g, name):
@@ -44,12 +43,21 @@ def rewritten_lrn(g, name):
   return name if name in g.lrn else None
 
 
-def band(kept, depth_radius, alpha):
-  """float64 `[K, K]`: `alpha` where two kept channels are within
-  `depth_radius` of each other in the original indexing, else 0."""
+def places(kept, channels):
+  """int32 [channels]: for each original channel, its index among the kept
+  ones, or `len(kept)` (the zero channel) where it was removed."""
   kept = np.asarray(kept)
-  return np.where(np.abs(kept[:, None] - kept[None, :]) <= depth_radius,
-                  float(alpha), 0.0)
+  where = np.full(channels, len(kept), np.int32)
+  where[kept] = np.arange(len(kept), dtype=np.int32)
+  return where
+
+
+def flops(depth_radius, channels, positions):
+  """The FLOPs of an LRN's band sums: `2 * (2 r + 1)` per channel and
+  position (None where the positions are unknown)."""
+  if positions is None:
+    return None
+  return 2 * (2 * int(depth_radius) + 1) * int(channels) * int(positions)
 
 
 def _const(name, value, dtype):
@@ -60,71 +68,61 @@ def _const(name, value, dtype):
   return node
 
 
-def _op(name, op, inputs, dtype):
-  node = tf.NodeDef(name=name, op=op, input=inputs)
-  node.attr['T'].type = tf.as_dtype(dtype).as_datatype_enum
+def _gather(name, params, indices, axis, dtype):
+  node = tf.NodeDef(name=name, op='GatherV2', input=[params, indices, axis])
+  node.attr['Tparams'].type = tf.as_dtype(dtype).as_datatype_enum
+  node.attr['Tindices'].type = tf.int32.as_datatype_enum
+  node.attr['Taxis'].type = tf.int32.as_datatype_enum
+  node.attr['batch_dims'].i = 0
   return node
 
 
-def _scale(base, beta, dtype):
-  """NodeDefs computing `<base>/scale = <base>/sum ** -beta`."""
-  s, out = base + '/sum', base + '/scale'
-  if beta == 0.5:
-    return [_op(out, 'Rsqrt', [s], dtype)]
-  if beta == 1.0:
-    return [_op(out, 'Reciprocal', [s], dtype)]
-  if beta == 0.75:
-    return [_op(out + '/rsqrt', 'Rsqrt', [s], dtype),
-            _op(out + '/sqrt', 'Sqrt', [out + '/rsqrt'], dtype),
-            _op(out, 'Mul', [out + '/rsqrt', out + '/sqrt'], dtype)]
-  return [_op(out + '/log', 'Log', [s], dtype),
-          _const(out + '/exponent', -beta, dtype),
-          _op(out + '/times', 'Mul', [out + '/log', out + '/exponent'], dtype),
-          _op(out, 'Exp', [out + '/times'], dtype)]
-
-
-def rewrite(g, node, kept):
+def rewrite(g, node, kept, channels):
   """Rewrites LRN `node` of `FrozenGraph` `g` over the channels `kept`.
 
   Args:
     g: the `FrozenGraph`.
     node: the LRN NodeDef; its input already holds only the kept channels.
     kept: int array, the original indices of the kept channels, ascending.
+    channels: how many channels the LRN had.
 
   Returns:
-    The name of the band conv's weight constant.
+    The name of the constant holding `kept`.
   """
-  attr = lambda key, default: g.attr(node, key, default)
-  dtype = attr('T', np.float32)   # a frozen graph may leave out defaults
+  dtype = g.attr(node, 'T', np.float32)   # a frozen graph may leave defaults
   base, source = node.name, node.input[0]
-  weight = band(kept, attr('depth_radius', 5), attr('alpha', 1.0))
+  full = tf.NodeDef()
+  full.CopyFrom(node)
+  full.name, full.input[:] = base + '/full', [base + '/places']
+  pad = tf.NodeDef(name=base + '/pad', op='Pad',
+                   input=[source, base + '/pad/paddings'])
+  pad.attr['T'].type = tf.as_dtype(dtype).as_datatype_enum
+  pad.attr['Tpaddings'].type = tf.int32.as_datatype_enum
   new = [
-      _op(base + '/square', 'Square', [source], dtype),
-      _const(base + '/band/weight', weight[None, None], dtype),
-      _op(base + '/band', 'Conv2D', [base + '/square', base + '/band/weight'],
-          dtype),
-      _const(base + '/sum/bias', attr('bias', 1.0), dtype),
-      _op(base + '/sum', 'AddV2', [base + '/band', base + '/sum/bias'], dtype),
-  ] + _scale(base, attr('beta', 0.5), dtype)
-  conv = new[2]
-  conv.attr['strides'].list.i.extend([1, 1, 1, 1])
-  conv.attr['padding'].s = b'VALID'
-  conv.attr['data_format'].s = b'NHWC'
+      _const(base + '/pad/paddings', [[0, 0], [0, 0], [0, 0], [0, 1]],
+             np.int32),
+      pad,
+      _const(base + '/axis', 3, np.int32),
+      _const(base + '/places/indices', places(kept, channels), np.int32),
+      _gather(base + '/places', base + '/pad', base + '/places/indices',
+              base + '/axis', dtype),
+      full,
+      _const(base + '/kept', np.asarray(kept, np.int32), np.int32),
+  ]
   g.users[split_input(source)[0]] = [
       u for u in g.users[split_input(source)[0]] if u[0] is not node]
   for added in new:
     g.add(added)
-  node.attr.clear()
-  node.attr['T'].type = tf.as_dtype(dtype).as_datatype_enum
-  node.op = 'Mul'
-  node.input[:] = [source, base + '/scale']
-  g.users[split_input(source)[0]].append((node, 0, split_input(source)[1]))
-  g.users[base + '/scale'].append((node, 1, 0))
+  node.Clear()
+  node.CopyFrom(_gather(base, base + '/full', base + '/kept', base + '/axis',
+                        dtype))
+  g.users[base + '/full'].append((node, 0, 0))
+  g.users[base + '/kept'].append((node, 1, 0))
+  g.users[base + '/axis'].append((node, 2, 0))
   shape = g.shapes.get(base)
   if shape:
-    shape = shape[:-1] + [len(kept)]
-    for added in new:
-      if added.op != 'Const':
-        g.shapes[added.name] = shape
-    g.shapes[base] = shape
-  return base + '/band/weight'
+    g.shapes[base + '/pad'] = shape[:-1] + [len(kept) + 1]
+    g.shapes[base + '/places'] = shape[:-1] + [channels]
+    g.shapes[base + '/full'] = shape[:-1] + [channels]
+    g.shapes[base] = shape[:-1] + [len(kept)]
+  return base + '/kept'

@@ -9,9 +9,10 @@
 FLOPs are per example: 2 x the multiply-adds of each Conv2D, MatMul and
 DepthwiseConv2dNative (a MatMul of the rows `[N * H * W, C]` that a Reshape
 made of an `[N, H, W, C]` tensor, a 1x1 conv, counts its `H x W` rows of
-one example; bias adds, activations and pools are not counted, nor
-the Add of a border map, which replaces the bias add with as many
-additions). Parameters are the layer's weight plus the bias right after it,
+one example), and of each LRN's band sums (`2 * depth_radius + 1` per
+channel and position); bias adds, activations and pools are not counted,
+nor the Add of a border map, which replaces the bias add with as many
+additions. Parameters are the layer's weight plus the bias right after it,
 plus the constants the shrink added after it: a border map (`[1, 1,
 H' x W', C]`, bias included; for a large map the table of its distinct rows
 and columns) counts its entries in place of the bias's. Both columns are taken

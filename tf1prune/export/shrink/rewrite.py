@@ -461,9 +461,10 @@ def shrink_region(g, region, fold_borders, position=None, objective='flops'):
     elif op.kind == 'depthwise':
       _delete(g, op.const, mask[split_input(op.node.input[0])[0]], axis=2)
     elif op.kind == 'lrn' and mask[op.output].any():
+      channels = mask[op.output].size
       g.lrn[op.node.name] = (lrn.rewrite(g, op.node,
-                                         np.flatnonzero(~mask[op.output])),
-                             mask[op.output].size)
+                                         np.flatnonzero(~mask[op.output]),
+                                         channels), channels)
     elif op.kind == 'slice' and op.const is not None:
       bound = g.value(op.const).copy()   # the end (size) on the channels
       bound[-1] = int((~mask[op.output]).sum())

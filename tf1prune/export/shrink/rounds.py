@@ -58,10 +58,12 @@ from tf1prune.export.attrs import op_defs, strip_default_attrs
 from tf1prune.export.graph_index import GraphIndex
 from tf1prune.export.names import check_outputs, output_names, split_input
 from tf1prune.export.progress import notify
+from tf1prune.export.shrink import lrn
 from tf1prune.export.shrink.border_maps import add_border_maps, own_bias
 from tf1prune.export.shrink.rewrite import may_shrink, shrink_region
 from tf1prune.export.shrink.removed_values import extra_count
 from tf1prune.export.shrink.frozen_graph import FrozenGraph, static_shapes
+from tf1prune.export.shrink.lrn import rewritten_lrn
 from tf1prune.export.shrink.prepare import prepare_graph_def
 from tf1prune.export.shrink.regions import RegionWalk, find_layers
 # ShrinkStop too: the old paths tf1prune.shrink and
@@ -122,17 +124,24 @@ def rows_per_example(g, node):
 
 
 def _lrn_rows(g):
-  """A `LayerShrink` per LRN the shrink rewrote as a band conv (`lrn`): it
-  had no parameters or counted FLOPs before, its band conv has."""
+  """A `LayerShrink` per LRN of the graph, by its name: its FLOPs (its band
+  sums, `lrn.flops`) are those of its original width, which it keeps when
+  the shrink removed channels around it (`lrn.rewrite`)."""
   rows = []
-  for name, (weight, channels) in sorted(g.lrn.items()):
-    kept = g.value(weight).shape[-1]
-    shape = g.shapes.get(name)
-    flops = 2 * kept * kept * shape[1] * shape[2] if shape and None not in \
-        shape[1:3] else None
+  for node in g.graph_def.node:
+    if node.op != 'LRN':
+      continue
+    name = rewritten_lrn(g, node.name) or node.name
+    shape = g.shapes.get(node.name)
+    if not shape:
+      continue
+    channels = shape[-1]
+    kept = (len(g.value(g.lrn[name][0])) if name in g.lrn else channels)
+    positions = (shape[1] * shape[2] if None not in shape[1:3] else None)
+    flops = lrn.flops(g.attr(node, 'depth_radius', 5), channels, positions)
     rows.append(LayerShrink(name, 'LRN', channels, kept, channels, kept, 0,
-                            kept * kept, 0, flops))
-  return rows
+                            0, flops, flops))
+  return sorted(rows)
 
 
 def _write_back(g):
