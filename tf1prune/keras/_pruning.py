@@ -78,6 +78,21 @@ def _hparams(hparams):
   return hparams
 
 
+def _check_graph_only(hparams):
+  """Refuses the hparams that only the graph `tf1prune.Pruning` follows."""
+  if hparams.budget:
+    raise ValueError(
+        'budget=%s: the Keras Pruner prunes to target_sparsity, not to a '
+        'budget; prune to a budget with tf1prune.Pruning on a TF1-style '
+        'graph or prune_checkpoint --budget, or give the Pruner a '
+        'target_sparsity' % hparams.budget)
+  if hparams.prune_channel_params:
+    raise ValueError(
+        'prune_channel_params=True: the Keras Pruner does not zero the '
+        'biases and batch norms of pruned filters (tk.shrink_model folds '
+        'what they leave); drop the hparam')
+
+
 class Pruner(object):
   """Masks for the prunable weights of a built Keras model.
 
@@ -91,13 +106,16 @@ class Pruner(object):
   Raises:
     ValueError: an hparam is out of range, a layer is not built, a weight is
       not floating point or its shape does not fit its granularity (N:M
-      needs inputs that are a multiple of M), or no weight is left to prune.
+      needs inputs that are a multiple of M), no weight is left to prune,
+      or a `budget` or `prune_channel_params` (graph `tf1prune.Pruning`
+      only) is set.
   """
 
   def __init__(self, model, hparams=None, weights=None):
     _version.keras_of(model)
     self.model = model
     self.spec = _hparams(hparams)
+    _check_graph_only(self.spec)
     # Parsed and validated once, as the graph API does (tf1prune.plan).
     self._plan = PruningSpec.from_hparams(self.spec).plan()
     self._records = []
