@@ -144,9 +144,9 @@ def test_a_budget_below_the_minimum_names_the_least_it_can_be():
   dense = 3 * 9 * 8 + 8 + 8 * 9 * 8 + 8 + 512 * 10 + 10
   with pytest.raises(ValueError, match=(
       r'budget params:0.01 is below what the pruned model can cost: with '
-      r'every group at its minimum \(channel_group_min_channels=2, '
-      r'channel_group_multiple=1\) it costs %s params, %.4f of the dense '
-      r'%s; give a budget of at least params:%.4f' % (
+      r'every group at its minimum \(channel_group_min_channels=2 and 2 at '
+      r'least, channel_group_multiple=1\) it costs %s params, %.4f of the '
+      r'dense %s; give a budget of at least params:%.4f' % (
           '{:,}'.format(least), least / dense, '{:,}'.format(dense),
           least / dense))):
     pruning.budget_plan()

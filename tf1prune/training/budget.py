@@ -208,9 +208,10 @@ class BudgetPlan(object):
     if least > self.ratio * self.dense:
       raise ValueError(
           'budget %s is below what the pruned model can cost: with every '
-          'group at its minimum (channel_group_min_channels=%d, '
-          'channel_group_multiple=%d%s) it costs %s %s, %.4f of the dense '
-          '%s; give a budget of at least %s:%.4f, or lower the minimums' % (
+          'group at its minimum (channel_group_min_channels=%d and 2 at '
+          'least, channel_group_multiple=%d%s) it costs %s %s, %.4f of the '
+          'dense %s; give a budget of at least %s:%.4f, or lower the '
+          'minimums' % (
               self.budget, self.spec.channel_groups[1], self.multiple,
               ', the limits of budget_sensitivity with budget_max_drop=%g'
               % self.spec.budget_max_drop if self.spec.budget_sensitivity

@@ -6,7 +6,7 @@
     >>> consumer = Touch('b', tf.constant([[3., 3.], [1., 1.]]), 0, (0, 1))
     >>> with tf.Session() as sess:
     ...   sess.run(magnitude([producer, consumer], 'l1', 2)).tolist()
-    [1.1666666666666667, 0.8333333333333333]
+    [2.1666666666666665, 1.8333333333333333]
 
 A channel of a budget's unit is written by the filters of its group's
 members and read by the input slices of the layers after them (the next

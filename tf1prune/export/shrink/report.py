@@ -129,8 +129,16 @@ class ShrinkReport(object):
                      'bytes_after': self.file_bytes_after},
             'num_nodes': {'before': self.num_nodes_before,
                           'after': self.num_nodes_after},
-            'check': None if self.check is None else self.check.to_dict(),
+            'check': self._check_dict(),
             'totals': totals}
+
+  def _check_dict(self):
+    return None if self.check is None else self.check.to_dict()
+
+  def _check_line(self):
+    """The table's line on the check, or None."""
+    return None if self.check is None else 'check: %s' % (
+        self.check.describe())
 
   def format_table(self):
     """Returns the report as a text table (what `--shrink` prints)."""
@@ -153,8 +161,8 @@ class ShrinkReport(object):
     if self.file_bytes_before is not None:
       out.append('file size {:,} B -> {:,} B'.format(self.file_bytes_before,
                                                      self.file_bytes_after))
-    if self.check is not None:
-      out.append('check: %s' % self.check.describe())
+    if self._check_line():
+      out.append(self._check_line())
     for stop in self.stops:
       out.append('kept %d empty output channel(s) of %s: stopped at %s (%s): '
                  '%s' % (stop.channels, stop.layer, stop.node, stop.op,

@@ -118,14 +118,14 @@ class KerasShrinkReport(ShrinkReport):
       return None
     return max(row.difference for row in self.check)
 
-  def to_dict(self):
-    """The graph report's dict, with `check`: per output its name, largest
-    difference, max |y| and tolerance."""
-    out = super(KerasShrinkReport, self).to_dict()
-    out['check'] = [dict(name=r.name, difference=r.difference,
-                         largest=r.largest, tolerance=r.tolerance)
-                    for r in self.check]
-    return out
+  def _check_dict(self):
+    """`to_dict`'s `check`: per output its name, largest difference, max
+    |y| and tolerance."""
+    return [dict(name=r.name, difference=r.difference, largest=r.largest,
+                 tolerance=r.tolerance) for r in self.check]
+
+  def _check_line(self):
+    return None     # the table of a Keras shrink lists no check line
 
   def format_table(self):
     """The report as a text table, then one line per stop."""
