@@ -285,15 +285,10 @@ def _residual(entry, target):
              for m in ranked):
     return ''
   return (
-      'On MobileNet v2 the global ranking empties the residual stream: at '
-      'x%g its projections keep %s of their channels and its expansions '
-      '%s (uniform: %.0f%% and %.0f%%), and the stem keeps %s of its '
-      'channels. Each unit\'s importance is divided by its group\'s mean '
-      'and then by what one unit of the group saves; a channel of the '
-      'stream feeds every expansion of its stage and, at the dense widths, '
-      'saves five to twenty times what an expansion channel saves, so the '
-      'stream\'s groups go down towards `channel_group_min_channels` (1) '
-      'while the wide expansions stay. ' % (
+      'On MobileNet v2 the global ranking takes the residual stream down '
+      'far more than uniform pruning: at x%g its projections keep %s of '
+      'their channels and its expansions %s (uniform: %.0f%% and %.0f%%), '
+      'and the stem keeps %s of its channels. ' % (
           target, _range([100 * kept[m][0] for m in ranked], '%.0f%%'),
           _range([100 * kept[m][1] for m in ranked], '%.0f%%'),
           100 * uniform[0], 100 * uniform[1],
