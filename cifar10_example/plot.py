@@ -1,4 +1,4 @@
-"""The demo's picture: accuracy against FLOPs, and sparsity over the steps.
+"""The demo's picture: accuracy against FLOPs, and pruning over the steps.
 
     >>> from cifar10_example import plot
     >>> plot.schedule_points({'target_sparsity': 0.5, 'initial_sparsity': 0.0,
@@ -71,17 +71,27 @@ def write_png(summary, path):
     hparams = summary[name].get('pruning_hparams')
     if not hparams:
       continue
-    xs, ys = schedule_points(hparams, steps)
-    right.plot(xs, [100 * y for y in ys], color=colors[name],
-               label='%s: schedule' % name)
     history = summary[name].get('history') or []
+    if history and 'cost_ratio' in history[0]:
+      # A budget: the cost it removed, against what its schedule allowed.
+      xs = [h['step'] for h in history]
+      right.plot(xs, [100 * (1 - h['cost_ratio_target']) for h in history],
+                 color=colors[name],
+                 label='%s: FLOPs removed, schedule' % name)
+      right.plot(xs, [100 * (1 - h['cost_ratio']) for h in history], 's',
+                 markersize=3, color=colors[name],
+                 label='%s: FLOPs removed' % name)
+    else:
+      xs, ys = schedule_points(hparams, steps)
+      right.plot(xs, [100 * y for y in ys], color=colors[name],
+                 label='%s: schedule' % name)
     if history:
       right.plot([h['step'] for h in history],
                  [100 * h['sparsity'] for h in history], 'o', markersize=3,
                  color=colors[name], label='%s: weights zero' % name)
   right.set_xlabel('training step')
-  right.set_ylabel('sparsity (%)')
-  right.set_title('sparsity over the steps')
+  right.set_ylabel('sparsity, or FLOPs removed (%)')
+  right.set_title('pruning over the steps')
   right.legend(fontsize=8)
   right.grid(alpha=0.3)
   fig.suptitle(summary['data']['description'], fontsize=9)

@@ -177,20 +177,22 @@ class ProgressHook(tf.train.SessionRunHook):
     now = time.time()
     rate = (step - self._last_step) * self._batch_size / max(
         now - self._last_time, 1e-9)
-    target = ''
+    target, cost = '', {}
     pruning = self._t.pruning
     if pruning is not None and pruning.cost_ratio is not None:
       reached, allowed = session.run([pruning.cost_ratio,
                                       pruning.cost_ratio_target])
       target = ' (%s x%.3f, schedule x%.3f)' % (
           pruning.pruning_spec.budget.kind, reached, allowed)
+      cost = {'cost_ratio': float(reached),
+              'cost_ratio_target': float(allowed)}
     elif pruning is not None:
       target = ' (schedule %.1f%%)' % (100 * session.run(pruning.sparsity))
     self._log('step %d/%d  loss %.3f  %.0f examples/sec  sparsity %.1f%%%s',
               step, self._max_steps, self._loss, rate, 100 * sparsity, target)
     self._last_time, self._last_step = now, step
-    self.last = {'step': int(step), 'loss': float(self._loss),
-                 'sparsity': float(sparsity)}
+    self.last = dict({'step': int(step), 'loss': float(self._loss),
+                      'sparsity': float(sparsity)}, **cost)
     self.history.append(self.last)
 
   def end(self, session):
