@@ -59,6 +59,9 @@ def test_an_absolute_budget_is_a_ratio_of_the_dense_cost():
      "'max' or 'none', got 'sum'"),
     ('budget_taylor_decay', 1.0, r'budget_taylor_decay must be in \[0, 1\), '
      'got 1.0'),
+    ('budget_cost_exponent', -0.5, r'budget_cost_exponent must be in \[0, 2\] '
+     r'\(1: importance per unit of cost saved, 0: importance alone\), got '
+     r'-0.5'),
 ])
 def test_bad_budget_hparams_name_the_value(name, value, message):
   hparams = tf1prune.get_pruning_hparams()
