@@ -161,8 +161,9 @@ class ShrinkReport(object):
     if self.file_bytes_before is not None:
       out.append('file size {:,} B -> {:,} B'.format(self.file_bytes_before,
                                                      self.file_bytes_after))
-    if self._check_line():
-      out.append(self._check_line())
+    line = self._check_line()
+    if line:
+      out.append(line)
     for stop in self.stops:
       out.append('kept %d empty output channel(s) of %s: stopped at %s (%s): '
                  '%s' % (stop.channels, stop.layer, stop.node, stop.op,
