@@ -71,8 +71,8 @@ def _modules():
     return []
   import tf1prune.keras
   return ['tf1prune.keras'] + sorted(
-      name for _, name, _ in pkgutil.iter_modules(tf1prune.keras.__path__,
-                                                  'tf1prune.keras.'))
+      name for _, name, _ in pkgutil.walk_packages(tf1prune.keras.__path__,
+                                                   'tf1prune.keras.'))
 
 
 @pytest.mark.skipif(not TF2 or not tf.executing_eagerly(),

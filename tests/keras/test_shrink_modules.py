@@ -1,13 +1,9 @@
-"""The docstring examples of tf1prune.keras.shrink's modules run (Keras 3:
-they `import keras`)."""
+"""tf1prune.keras.shrink has exactly these modules (their docstring examples
+run with the rest of tf1prune.keras's, in test_docs.py)."""
 
-import doctest
-import importlib
 import pkgutil
 
-import pytest
-
-from tests.support.keras_models import keras_module, skip_unless_usable
+from tests.support.keras_models import skip_unless_usable
 
 skip_unless_usable()
 
@@ -24,13 +20,3 @@ def test_every_module_is_listed():
           'layer_ops', 'layer_view', 'model', 'plan', 'rebuild',
           'removed_values', 'report')]
 
-
-@pytest.mark.parametrize('name', _MODULES)
-def test_module_examples_run(name):
-  if keras_module().__name__ != 'keras':
-    pytest.skip('the docstring examples use Keras 3 (import keras)')
-  module = importlib.import_module(name)
-  assert '>>>' in (module.__doc__ or ''), name
-  result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-  assert result.failed == 0, '%d of %d examples in %s failed' % (
-      result.failed, result.attempted, name)
