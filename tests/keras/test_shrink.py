@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from tests.support.checkout import ROOT
-from tests.support.keras_models import keras_module, skip_unless_usable
+from tests.support.keras_models import (keras_module, same_outputs,
+                                        skip_unless_usable)
 
 skip_unless_usable()
 
@@ -49,14 +50,6 @@ def _random_batch_norms(model, seed):
                          rng.uniform(-0.5, 0.5, beta.shape),
                          rng.uniform(-0.3, 0.3, mean.shape),
                          rng.uniform(0.5, 2.0, var.shape)])
-
-
-def _same_outputs(model, small, shape, seed=1):
-  x = np.random.RandomState(seed).randn(*((4,) + shape)).astype(np.float32)
-  y, y_small = np.asarray(model(x)), np.asarray(small(x))
-  assert y.shape == y_small.shape
-  err = float(np.abs(y - y_small).max())
-  assert err <= 1e-5 * float(np.abs(y).max()), err
 
 
 def _conv_cost(k, cin, cout, hw, bias=False, bn=False):
@@ -112,7 +105,7 @@ def _resnet_cost(stream1, inner1, inner2, stream2):
 def test_resnet_loses_coupled_filters_and_keeps_its_outputs():
   model = _zeroed(_resnet(), _RESNET_ZEROED)
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (8, 8, 3))
+  same_outputs(model, small, (8, 8, 3))
   assert report.stops == []
   assert (report.params_before, report.flops_before) == _resnet_cost(
       8, 8, 12, 16)
@@ -128,7 +121,7 @@ def test_resnet_with_half_a_residual_group_zeroed_keeps_that_group():
   model = _resnet()
   _zero_filters(model.get_layer('b2_conv2'), [2, 5])   # b2_short keeps them
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (8, 8, 3))
+  same_outputs(model, small, (8, 8, 3))
   assert small.get_layer('b2_conv2').filters == 16
   assert [(s.layer, s.channels) for s in report.stops] == [('b2_conv2', 2)]
   assert report.stops[0].reason == (
@@ -165,7 +158,7 @@ def test_resnet_with_trained_batch_norms_keeps_padded_constants_if_asked():
   constants folded (stream 2 through the pool into the logits' bias)."""
   model, nonzero = _trained_resnet()
   small, report = tk.shrink_model(model, fold_borders=False)
-  _same_outputs(model, small, (8, 8, 3))
+  same_outputs(model, small, (8, 8, 3))
   stopped = {s.layer: s.channels for s in report.stops}
   stream1 = int((nonzero['b1_conv1'] | nonzero['b2_conv1']).sum())
   expected = {'stem': stream1, 'b1_conv2': stream1,
@@ -185,7 +178,7 @@ def test_resnet_with_trained_batch_norms_shrinks_fully_with_ones_channels():
   gives the borders exactly."""
   model, nonzero = _trained_resnet()
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (8, 8, 3))
+  same_outputs(model, small, (8, 8, 3))
   assert report.stops == []
   params, flops = _resnet_cost(5, 6, 8, 12)
   sizes = {'b1_conv1': (5, 6, 64, 64), 'b1_conv2': (6, 5, 64, 64),
@@ -211,7 +204,7 @@ def test_shrunk_model_saves_and_loads_as_plain_keras(tmp_path):
                          else 'small.h5'))
   small.save(path)
   loaded = K.models.load_model(path)
-  _same_outputs(model, loaded, (8, 8, 3))
+  same_outputs(model, loaded, (8, 8, 3))
   assert loaded.count_params() == small.count_params() < model.count_params()
 
 
@@ -277,7 +270,7 @@ def _mobilenet_cost(s1, e1, e2, s2, e3, head):
 def test_mobilenet_v2_shrinks_through_depthwise_and_residuals():
   model = _zeroed(_mobilenet_v2(), _MOBILENET_ZEROED)
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (8, 8, 3))
+  same_outputs(model, small, (8, 8, 3))
   assert report.stops == []
   assert (report.params_before, report.flops_before) == _mobilenet_cost(
       8, 24, 24, 12, 36, 32)
@@ -323,7 +316,7 @@ def _varies_after_dw(model, block, const, size):
 def test_mobilenet_v2_padded_depthwise_keeps_nonzero_constants_if_asked():
   model, _ = _trained_mobilenet_v2()
   small, report = tk.shrink_model(model, fold_borders=False)
-  _same_outputs(model, small, (8, 8, 3))
+  same_outputs(model, small, (8, 8, 3))
   by_layer = {s.layer: s for s in report.stops}
   # relu6 of the expand layers' batch norm shift is a nonzero constant where
   # the shift is positive; the padded depthwise conv makes it vary, unless
@@ -352,7 +345,7 @@ def test_mobilenet_v2_border_patterns_of_padded_depthwise_are_rebuilt():
   channel of ones adds it exactly."""
   model, consts = _trained_mobilenet_v2()
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (8, 8, 3))
+  same_outputs(model, small, (8, 8, 3))
   names = [l.name for l in small.layers]
   for block, expand in (('b1', 24), ('b2', 24), ('b3', 36)):
     assert consts[block + '_expand'].any()
@@ -406,7 +399,7 @@ def test_se_block_gate_and_conv_lose_channels_together():
   _zero_filters(model.get_layer('project'), [1, 6])
   _random_batch_norms(model, 7)
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6, 6, 3))
+  same_outputs(model, small, (6, 6, 3))
   assert report.stops == []
   c, q, p = 10, 3, 6
   expected_after = _totals([
@@ -446,7 +439,7 @@ def test_pruner_filter_masks_shrink_a_sequential_model():
   pruner.update(sparsity=0.5)
   small = tk.strip_model(model, shrink=True)
   _, report = tk.shrink_model(model)
-  _same_outputs(model, small, (10, 10, 2))
+  same_outputs(model, small, (10, 10, 2))
   kept = {name: int(np.any(pruner.masks()[name + '/' + w].reshape(
       -1, pruner.masks()[name + '/' + w].shape[-1]), axis=0).sum())
       for name, w in (('c1', 'kernel'), ('sep', 'pointwise_kernel'),
@@ -469,7 +462,7 @@ def test_model_output_channels_stay_and_report_prints():
   _zero_filters(model.get_layer('b'), [1])
   _zero_filters(model.get_layer('a'), [0, 1])
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (4,))
+  same_outputs(model, small, (4,))
   assert small.get_layer('b').units == 3
   assert small.get_layer('a').units == 4
   assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
@@ -529,7 +522,7 @@ def test_concat_and_depth_multiplier_map_channels_at_offsets():
   kernel[..., 2] = 0.0
   model.get_layer('e').kernel.assign(kernel)              # e's filter 2
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6, 6, 4))
+  same_outputs(model, small, (6, 6, 4))
   assert report.stops == []
   # dw is valid-padded: removed constants pass it as constants.
   assert tuple(small.get_layer('cat').output.shape) == (None, 6, 6, 7)
@@ -598,7 +591,7 @@ def _all_halved_expands_go(model, expands):
   """Shrinks a 32x32 model whose `expands` had half their filters zeroed:
   every one goes, nothing stops, outputs equal."""
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (32, 32, 3))
+  same_outputs(model, small, (32, 32, 3))
   assert report.stops == []
   for layer in expands:
     assert small.get_layer(layer.name).filters == layer.filters // 2
@@ -677,7 +670,7 @@ def test_keras_ops_with_numbers_pass_their_channels(name):
   }[name]
   model = _conv_op_conv(between)
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6, 6, 3))
+  same_outputs(model, small, (6, 6, 3))
   assert report.stops == []
   assert small.get_layer('c1').filters == 5
   # A removed channel is now the op of 0; where that is not 0, the padded c2
@@ -706,7 +699,7 @@ def test_keras_ops_that_mix_or_take_arrays_keep_the_channels():
   for between, reason in cases:
     model = _conv_op_conv(between)
     small, report = tk.shrink_model(model)
-    _same_outputs(model, small, (6, 6, 3))
+    same_outputs(model, small, (6, 6, 3))
     stop, = report.stops
     assert (stop.layer, stop.channels) == ('c1', 3)
     assert stop.reason.startswith('read by ') and stop.reason.endswith(
@@ -722,7 +715,7 @@ def test_multi_head_attention_called_on_query_and_value_is_a_stop():
   h = L.MultiHeadAttention(2, 4, name='mha')(q, v)
   model = _zeroed(K.Model(x, L.Dense(3, name='c')(h)), {'q': [1, 4]})
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (10, 16))
+  same_outputs(model, small, (10, 16))
   assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
       ('q', 2, 'read by mha: MultiHeadAttention is not a layer the shrink '
        'knows (it keeps the channels of its inputs)')]
@@ -759,7 +752,7 @@ def test_a_depthwise_softmax_keeps_the_channels():
   h = L.DepthwiseConv2D(3, activation='softmax', name='dw')(h)
   model = _zeroed(K.Model(x, L.Conv2D(4, 1, name='c2')(h)), {'c1': [0, 5]})
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6, 6, 3))
+  same_outputs(model, small, (6, 6, 3))
   assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
       ('c1', 2, 'the activation of dw: softmax mixes all channels')]
 
@@ -781,7 +774,7 @@ def test_a_lora_layer_keeps_its_channels_and_its_lora_weights():
       'LoRA is enabled on it (its kernel is the kernel plus lora_kernel_a @ '
       'lora_kernel_b)']
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6,))
+  same_outputs(model, small, (6,))
   assert small.get_layer('a').units == 8 and report.stops == []
 
 
@@ -792,7 +785,7 @@ def test_a_model_of_any_image_size_shrinks_with_flops_unknown():
   h = L.DepthwiseConv2D(3, padding='same', name='dw')(h)
   model = _zeroed(K.Model(x, L.Conv2D(4, 3, name='c2')(h)), {'c1': [0, 3]})
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (9, 7, 3))
+  same_outputs(model, small, (9, 7, 3))
   assert small.get_layer('c1').filters == 4
   assert report.flops_before is None and report.flops_after is None
   assert report.to_dict()['totals']['flops_ratio'] is None
@@ -851,7 +844,7 @@ def test_other_convolutions_are_stops_with_their_flops_counted():
   for name, conv, shape, reason, flops in _other_conv_cases():
     model, h = _flat_model(conv, shape, name)
     small, report = tk.shrink_model(model)
-    _same_outputs(model, small, shape)
+    same_outputs(model, small, shape)
     assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
         (name, 3, reason)], name
     row = report.layers[0]
@@ -875,7 +868,7 @@ def test_conv1d_and_conv2d_transpose_lose_their_empty_filters():
   for name, conv, shape, flops, positions in cases:
     model, _ = _flat_model(conv, shape, name)
     small, report = tk.shrink_model(model)
-    _same_outputs(model, small, shape)
+    same_outputs(model, small, shape)
     assert report.stops == [], name
     row = report.layers[0]
     assert (row.name, row.outputs_before, row.outputs_after) == (name, 8, 5)
@@ -894,7 +887,7 @@ def test_a_removed_constant_whose_ones_channel_costs_more_stays():
   bias = model.get_layer('c1').bias
   bias.assign(np.where(np.arange(8) == 1, 0.7, bias.numpy()))
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6, 6, 3))
+  same_outputs(model, small, (6, 6, 3))
   extra = 2 * (7 * 36 + 9 * 4 * 36)          # ones conv, ones channel
   saved = 2 * 36 * (3 + 9 * 4)              # c1's filter, c2's rows
   assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
@@ -930,7 +923,7 @@ def test_a_removed_constant_whose_border_map_costs_more_stays():
   bn.set_weights([gamma, beta + 1.0, mean, var])
   _zero_filters(model.get_layer('expand'), [0])
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (32, 32, 16))
+  same_outputs(model, small, (32, 32, 16))
   positions = 32 * 32
   extra = 2 * positions * (31 + 9 * 16)
   saved = 2 * positions * (16 + 9 + 16)     # expand, dw, project
@@ -958,7 +951,7 @@ def test_two_padded_convs_reading_one_removed_constant_share_its_saving():
   kernel[..., 1], bias[1] = 0.0, 0.7
   c1.set_weights([kernel, bias])
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6, 6, 1))
+  same_outputs(model, small, (6, 6, 1))
   extra, saved = 2 * 36 * 51, 2 * 36 * 73 // 2
   assert [(s.layer, s.reason) for s in report.stops] == [
       ('c1', 'c2 pads with zeros: the ones channel that would give it what '
@@ -998,5 +991,5 @@ def test_a_separable_conv1d_keeps_its_empty_filters_with_a_stop():
   pointwise[..., [1, 3, 5]] = 0.0
   conv.set_weights([depthwise, pointwise, bias])
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (8, 3))
+  same_outputs(model, small, (8, 3))
   assert [(s.layer, s.channels) for s in report.stops] == [('c', 3)]

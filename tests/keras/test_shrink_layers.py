@@ -9,11 +9,11 @@ initializers; outputs equal to 1e-5 of max|y|."""
 
 import logging
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.support.keras_models import keras_module, skip_unless_usable
+from tests.support.keras_models import (keras_module, same_outputs,
+                                        skip_unless_usable)
 
 skip_unless_usable()
 
@@ -33,14 +33,6 @@ def _zero_filters(layer, channels, bias=None):
     b = layer.bias.numpy()
     b[list(channels)] = bias
     layer.bias.assign(b)
-
-
-def _same_outputs(model, small, shape, seed=1):
-  x = np.random.RandomState(seed).randn(*((4,) + shape)).astype(np.float32)
-  y, y_small = np.asarray(model(x)), np.asarray(small(x))
-  assert y.shape == y_small.shape
-  err = float(np.abs(y - y_small).max())
-  assert err <= 1e-5 * float(np.abs(y).max()), err
 
 
 def _stem(relu=True, c2_activation=None):
@@ -67,7 +59,7 @@ def test_a_relu_constant_passes_zero_padding_and_max_pooling():
   the pool and go; the 3x3 c2 reads 0.5 through a ones channel."""
   model = _stem()
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (16, 16, 3))
+  same_outputs(model, small, (16, 16, 3))
   assert report.stops == []
   assert small.get_layer('stem').filters == 5
   assert small.get_layer('c2').kernel.shape[2] == 5 + 1    # the ones channel
@@ -82,7 +74,7 @@ def test_a_negative_constant_after_zero_padding_and_max_pooling_is_a_map():
   the pool."""
   model = _stem(relu=False)
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (16, 16, 3))
+  same_outputs(model, small, (16, 16, 3))
   assert report.stops == []
   assert small.get_layer('stem').filters == 5
   names = [l.name for l in small.layers]
@@ -92,7 +84,7 @@ def test_a_negative_constant_after_zero_padding_and_max_pooling_is_a_map():
   assert row.flops_after == 2 * (9 * 5 * 4 * 64 + 5 * 64 + 8 * 8 * 4)
   model = _stem(relu=False, c2_activation='relu')
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (16, 16, 3))
+  same_outputs(model, small, (16, 16, 3))
   assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
       ('stem', 1, 'c2 reads the map that pool makes of a removed constant; '
        'only a layer without an activation takes it')]
@@ -114,7 +106,7 @@ def test_nested_sequential_and_functional_blocks_are_followed():
   _zero_filters(block.get_layer('a'), [1, 4])
   _zero_filters(unit.get_layer('b'), [1, 4])
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (8, 8, 3))
+  same_outputs(model, small, (8, 8, 3))
   assert report.stops == []
   assert not [l for l in small.layers if getattr(l, 'layers', None)]
   assert (small.get_layer('a').filters, small.get_layer('b').filters) == (4, 4)
@@ -167,7 +159,7 @@ def test_layer_norm_over_the_channels_blocks_its_group_and_stops():
       'produces (in ln/Sub)); its weights stay dense']
   pruner.update(sparsity=0.5)
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6, 6, 3))
+  same_outputs(model, small, (6, 6, 3))
   assert report.stops == []
   assert small.get_layer('up').units == 8
   assert small.get_layer('down').kernel.shape == (8, 8)
@@ -175,7 +167,7 @@ def test_layer_norm_over_the_channels_blocks_its_group_and_stops():
   _zero_filters(model.get_layer('c1'), [2, 5])
   _zero_filters(model.get_layer('down'), [2, 5])
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6, 6, 3))
+  same_outputs(model, small, (6, 6, 3))
   reason = ('read by ln: a Mean over the channel axis mixes the channels: '
             'Mean is not among the ops the shrink passes on that axis')
   assert sorted((s.layer, s.channels, s.reason) for s in report.stops) == [
@@ -195,7 +187,7 @@ def test_rescaling_normalization_cropping_upsampling_pass_constants():
   model = K.Model(x, L.Dense(2, name='logits')(L.Flatten()(h)))
   _zero_filters(model.get_layer('a'), [0, 3, 7], [0.3, 0.2, -1.0])
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (8, 8, 3))
+  same_outputs(model, small, (8, 8, 3))
   assert report.stops == []
   assert small.get_layer('a').filters == 5
   assert small.get_layer('b').kernel.shape == (1, 1, 5, 4)
@@ -213,7 +205,7 @@ def test_a_conv2d_whose_groups_are_its_channels_is_a_depthwise_conv():
   model = K.Model(x, L.Dense(2, name='logits')(L.Flatten()(h)))
   _zero_filters(model.get_layer('c1'), [1, 6], [0.4, -0.2])
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6, 6, 3))
+  same_outputs(model, small, (6, 6, 3))
   assert report.stops == []
   config = small.get_layer('dw').get_config()
   assert (config['groups'], config['filters']) == (6, 6)
@@ -230,7 +222,7 @@ def test_a_layer_the_shrink_cannot_pass_is_a_stop_that_names_it():
   model = K.Model(x, L.Conv2D(2, 1, name='c2')(h))
   _zero_filters(model.get_layer('c1'), [0])
   small, report = tk.shrink_model(model)
-  _same_outputs(model, small, (6, 6, 4))
+  same_outputs(model, small, (6, 6, 4))
   assert [(s.layer, s.channels, s.reason) for s in report.stops] == [
       ('c1', 1, 'read by swap: Permute is not a layer the shrink knows (it '
        'keeps the channels of its inputs)')]

@@ -93,3 +93,13 @@ def has_ema(keras):
     return True
   except (TypeError, ValueError):
     return False
+
+
+def same_outputs(model, small, shape, seed=1):
+  """Asserts that `small` computes `model`'s outputs (to 1e-5 of max|y|) on
+  4 random inputs of `shape` (one example's)."""
+  x = np.random.RandomState(seed).randn(*((4,) + shape)).astype(np.float32)
+  y, y_small = np.asarray(model(x)), np.asarray(small(x))
+  assert y.shape == y_small.shape
+  err = float(np.abs(y - y_small).max())
+  assert err <= 1e-5 * float(np.abs(y).max()), err
