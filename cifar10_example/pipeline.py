@@ -50,17 +50,22 @@ _LABELS = {'dense': 'no pruning', 'pruned': 'weights pruned, %g%%',
            'filters': 'filters pruned to %s, shrunk'}
 
 
-def _budget(hparams):
-  """The `Budget` of pruning hparams, or None."""
+def _budget(text):
+  """The `Budget` of a `budget` hparam's text, or None."""
   from tf1prune.plan.budget import parse_budget
-  return parse_budget(hparams.budget)
+  return parse_budget(text)
 
 
 def _budget_text(budget):
-  """'FLOPs x0.3' for the budget flops:0.3."""
-  kind = {'flops': 'FLOPs', 'params': 'parameters'}[budget.kind]
-  return '%s x%g' % (kind, budget.value) if budget.relative else \
-      '%s %s' % ('{:,}'.format(int(budget.value)), kind)
+  """'FLOPs x0.3' for the budget flops:0.3, 'latency 3.5 ms' for
+  latency:3.5ms."""
+  kind = {'flops': 'FLOPs', 'params': 'parameters',
+          'latency': 'latency'}[budget.kind]
+  if budget.relative:
+    return '%s x%g' % (kind, budget.value)
+  if budget.kind == 'latency':
+    return 'latency %g ms' % budget.value
+  return '%s %s' % ('{:,}'.format(int(budget.value)), kind)
 
 
 def _fresh_run_dirs(output_dir):
@@ -78,11 +83,51 @@ def _fresh_run_dirs(output_dir):
   open(os.path.join(output_dir, _MARKER), 'w').close()
 
 
-def _specs(train, max_steps, pruning_hparams, filter_hparams):
+def _specs(train, max_steps, pruning_hparams, filter_hparams, output_dir):
+  """The pruning hparams of each model (None: dense). A latency budget
+  without a `latency_table` gets `<output_dir>/latency.json`: the layers
+  are timed once and the table is read again by the next run."""
+  filters = train.pruning_spec(max_steps, FILTER_HPARAMS).parse(
+      filter_hparams or '')
+  budget = _budget(filters.budget)
+  if budget and budget.kind == 'latency' and not filters.latency_table:
+    filters.set_hparam('latency_table',
+                       os.path.join(output_dir, 'latency.json'))
   return {'dense': None,
           'pruned': train.pruning_spec(max_steps, pruning_hparams),
-          'filters': train.pruning_spec(max_steps, FILTER_HPARAMS).parse(
-              filter_hparams or '')}
+          'filters': filters}
+
+
+def _latency_batches(batches, spec):
+  """`batches`, with the batch a latency budget was timed at."""
+  budget = _budget(spec.budget)
+  if budget and budget.kind == 'latency' and \
+      spec.latency_batch not in batches:
+    return tuple(sorted(set(batches) | {spec.latency_batch}))
+  return tuple(batches)
+
+
+def _budget_line(summary):
+  """What the filters model's budget asked and what its export reached, as
+  a line of text; None without a budget."""
+  run = summary['filters']
+  if not run.get('budget'):
+    return None
+  spec = run['pruning_hparams']
+  budget = _budget(spec['budget'])
+  d = summary['dense']
+  if budget.kind == 'latency':
+    batch = str(spec['latency_batch'])
+    measured = (run['latency'][batch]['median'] /
+                d['latency'][batch]['median'])
+    return ('budget of the filters model: %s at batch %s (%s, %d thread(s); '
+            'layer times in %s): the table predicts x%.2f, measured x%.2f' % (
+                _budget_text(budget), batch, spec['latency_runtime'],
+                spec['latency_threads'], spec['latency_table'],
+                run['budget_predicted'], measured))
+  key = budget.kind
+  return ('budget of the filters model: %s: the exported graph has x%.3f' % (
+      _budget_text(budget), run[key] / float(d[key])))
 
 
 def _train_and_export(name, spec, source, folder, max_steps, settings, log):
@@ -92,7 +137,7 @@ def _train_and_export(name, spec, source, folder, max_steps, settings, log):
   target = ''
   if spec is not None:
     target = ', %s from step %d to %d' % (
-        'budget %s' % (_budget(spec),) if _budget(spec) else
+        'budget %s' % (_budget(spec.budget),) if _budget(spec.budget) else
         'target sparsity %g' % spec.target_sparsity,
         spec.sparsity_function_begin_step, spec.sparsity_function_end_step)
   log('training %s model: %d steps, batch %d, learning rate %g, seed %d%s',
@@ -154,7 +199,9 @@ def run_demo(source, output_dir, max_steps, pruning_hparams='',
     The summary dict (also written to `<output_dir>/summary.json`).
   """
   from cifar10_example import compare, frozen, model, plot, train  # pylint: disable=g-import-not-at-top
-  specs = _specs(train, max_steps, pruning_hparams, filter_hparams)
+  specs = _specs(train, max_steps, pruning_hparams, filter_hparams,
+                 output_dir)
+  latency_batches = _latency_batches(latency_batches, specs['filters'])
   _fresh_run_dirs(output_dir)
   start = time.time()
   test_images, test_labels = frozen.test_arrays(source)
@@ -170,11 +217,15 @@ def run_demo(source, output_dir, max_steps, pruning_hparams='',
     run.update(compare.graph_costs(pb, [model.LOGITS_NAME]))
     run['pb_bytes'], run['pb_gzip_bytes'] = frozen.file_sizes(pb)
     spec = specs[name]
-    budget = _budget(spec) if spec is not None else None
+    budget = _budget(spec.budget) if spec is not None else None
     run['label'] = _LABELS[name] if spec is None else (
         _LABELS[name] % (_budget_text(budget) if budget else
                          100 * spec.target_sparsity))
     run['budget'] = str(budget) if budget else None
+    # The cost the budget's model (FLOPs, parameters or the latency table)
+    # gives the pruned model at the end of training.
+    run['budget_predicted'] = run['history'][-1].get('cost_ratio') if (
+        budget and run['history']) else None
     log('%s: frozen .pb %s, test accuracy %.4f (%d/%d), sparsity %.2f%%',
         name, pb, run['accuracy'], run['correct'], run['count'],
         100 * run['sparsity'])
@@ -278,6 +329,8 @@ def format_table(summary):
   out.extend(line(r) for r in rows)
   out.append('(x: ratio to dense; latency: median of interleaved repeats in '
              'one process, one thread)')
+  if _budget_line(summary):
+    out.append(_budget_line(summary))
   out.append('')
   layer_header = ['layer', 'shape', 'weights'] + names
   layer_rows = [[l['name'], 'x'.join(str(s) for s in l['shape']),

@@ -230,6 +230,45 @@ def test_demo_table(demo):
   assert 'local3          256x384' in table
   assert 'the shrink of the filters model:' in table
   assert table.splitlines()[0].startswith('data: the 8x8 handwritten digits')
+  # The budget the filters model was given, and what its export reached.
+  assert 'budget of the filters model: FLOPs x0.3: the exported graph has ' \
+      'x%.3f' % (s['filters']['flops'] / float(s['dense']['flops'])) in table
+  assert s['filters']['budget_predicted'] == \
+      s['filters']['history'][-1]['cost_ratio']
+
+
+def test_demo_latency_budget_gets_a_table_file_and_its_batch(tmp_path):
+  out = str(tmp_path)
+  specs = pipeline._specs(train, 100, '', 'budget=latency:0.6,'
+                          'latency_batch=16', out)
+  assert specs['filters'].latency_table == os.path.join(out, 'latency.json')
+  assert pipeline._latency_batches((1, 256), specs['filters']) == (1, 16, 256)
+  # Given its own table, and a batch that is timed anyway: both kept.
+  specs = pipeline._specs(train, 100, '', 'budget=latency:0.6,'
+                          'latency_table=/t/l.json,latency_batch=256', out)
+  assert specs['filters'].latency_table == '/t/l.json'
+  assert pipeline._latency_batches((1, 256), specs['filters']) == (1, 256)
+  # A FLOPs budget has no table.
+  specs = pipeline._specs(train, 100, '', '', out)
+  assert specs['filters'].latency_table == ''
+  assert pipeline._latency_batches((1, 256), specs['filters']) == (1, 256)
+
+
+def test_demo_latency_budget_line_compares_the_table_and_the_timing():
+  spec = train.pruning_spec(100, pipeline.FILTER_HPARAMS).parse(
+      'budget=latency:0.5,latency_table=/t/l.json,latency_batch=16')
+  timing = {'16': {'median': 0.004}, '1': {'median': 0.001}}
+  summary = {'dense': {'latency': timing},
+             'filters': {'budget': 'latency:0.5', 'budget_predicted': 0.5,
+                         'pruning_hparams': spec.values(),
+                         'latency': {'16': {'median': 0.003},
+                                     '1': {'median': 0.0009}}}}
+  assert pipeline._budget_line(summary) == (
+      'budget of the filters model: latency x0.5 at batch 16 (tf, 1 '
+      'thread(s); layer times in /t/l.json): the table predicts x0.50, '
+      'measured x0.75')
+  summary['filters']['budget'] = None
+  assert pipeline._budget_line(summary) is None
 
 
 def test_frozen_pb_has_no_masks_and_matches_the_checkpoint(demo):

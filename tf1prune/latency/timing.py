@@ -22,7 +22,8 @@ and output widths; a depthwise conv and an LRN have one width) and times it:
 A layer is timed as the difference between a graph of `2k` copies of it and
 one of `k` copies (each copy with its own weights, one input), divided by
 `k`: what one run of a graph costs besides its ops (the feed, the fetch,
-the call) cancels out. The median over `repeats` runs is kept, and the
+the call) cancels out. Each graph's fastest of `repeats` runs is kept
+(other work on the machine only ever adds time to a run), and the
 table is made non-decreasing in each width (a narrower layer is taken to
 cost at most what a wider one measured: what is left of the noise of
 microsecond timings). A fraction of 0 is one channel. `step` finds
@@ -99,14 +100,16 @@ def _build(tf, layer, w_in, w_out, batch, copies, rs):
   return x, tf.concat(outputs, 0)
 
 
-def _median_ms(run, repeats):
+def _fastest_ms(run, repeats):
+  """Milliseconds of the fastest of `repeats` calls of `run` (after one
+  call that warms it up)."""
   run()
   times = []
   for _ in range(repeats):
     start = time.perf_counter()
     run()
     times.append(time.perf_counter() - start)
-  return 1000.0 * float(np.median(times))
+  return 1000.0 * min(times)
 
 
 def _time(layer, w_in, w_out, runtime, threads, batch, copies, repeats, seed):
@@ -128,12 +131,12 @@ def _time(layer, w_in, w_out, runtime, threads, batch, copies, repeats, seed):
         interpreter.allocate_tensors()
         index = interpreter.get_input_details()[0]['index']
         interpreter.set_tensor(index, feed)
-        results.append(_median_ms(interpreter.invoke, repeats))
+        results.append(_fastest_ms(interpreter.invoke, repeats))
       else:
         config = tf.ConfigProto(intra_op_parallelism_threads=threads,
                                 inter_op_parallelism_threads=1)
         with tf.Session(config=config) as sess:
-          results.append(_median_ms(lambda: sess.run(fetch, {x: feed}),
+          results.append(_fastest_ms(lambda: sess.run(fetch, {x: feed}),
                                     repeats))
   return max((results[1] - results[0]) / copies, 0.0)
 
@@ -177,7 +180,7 @@ def profile(layers, runtime='tf', threads=1, batch=1, fractions=FRACTIONS,
     threads: intra-op threads (TF) or interpreter threads (TFLite).
     batch: the batch size.
     fractions: the grid's widths, as fractions of each layer's full widths.
-    repeats: timed runs per point (the median is kept).
+    repeats: timed runs per graph (the fastest is kept).
     copies: the layer copies of the smaller graph of each difference.
     find_step: also find the runtime's channel step (`step`).
     progress: optional `progress(stage, done, total, fraction)` callable.
