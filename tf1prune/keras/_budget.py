@@ -64,7 +64,7 @@ def check_budget_hparams(spec):
         'budget=%s: the Keras Pruner prunes to flops or params budgets, not '
         'latency (its table is timed on a TF1 graph); give budget=flops:R, '
         'params:R or flops:<FLOPs>, or prune to latency with tf1prune.Pruning'
-        % budget)
+        % (budget,))
   if spec.budget_criterion not in KERAS_CRITERIA:
     raise ValueError(
         'budget_criterion=%s: the Keras Pruner ranks channels by %s (taylor '
@@ -156,7 +156,7 @@ class KerasBudget(object):
       for position, group in enumerate(self.groups):
         if position not in covered:
           warn('budget_criterion=bn_scale: channel group [%s] has no batch '
-               'norm with a scale after it; it is ranked by l2' % group)
+               'norm with a scale after it; it is ranked by l2' % (group,))
 
   # ------------------------------------------------------------ cost model
 
