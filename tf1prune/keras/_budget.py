@@ -36,13 +36,12 @@ ranked by `l2`, with a warning). `taylor` needs the gradients the optimizer
 applies, which the Pruner does not see: it is refused.
 """
 
-import collections
-
 import numpy as np
 import tensorflow as tf
 
 from tf1prune.channels import importance
-from tf1prune.channels.cost import CostModel, Layer, Width
+from tf1prune.channels.budget_units import BudgetUnits
+from tf1prune.channels.cost import CostModel, Layer
 from tf1prune.channels.importance import Touch
 from tf1prune.keras._channel_params import kept_units
 from tf1prune.masks import budget_masks, group_floors, minimum_keep
@@ -111,26 +110,12 @@ class KerasBudget(object):
 
   def __init__(self, spec, view, trace, items, params, warn):
     self.spec, self.budget = spec, spec.budget
-    self.items = list(items)
-    self.groups = [item.group for item in self.items]
-    if not self.items:
-      raise ValueError(
-          'budget %s: no channel group can be pruned: give the layers a '
-          'filter granularity (granularity_map=[.*:coupled_filter]) and leave '
-          'them out of do_not_prune; the warnings above say why each group '
-          'stays dense' % (self.budget,))
-    index = dict((id(g), i) for i, g in enumerate(trace.groups))
-    self._unit_index, self.offsets, total = {}, [], 0
-    for item in self.items:
-      self.offsets.append(total)
-      for unit in range(item.group.num_units):
-        self._unit_index[(index[id(item.group)], unit)] = total + unit
-      total += item.group.num_units
-    self.unit_group = np.repeat(np.arange(len(self.items)),
-                                [g.num_units for g in self.groups])
+    self.units = BudgetUnits(self.budget, items, trace.groups)
+    self.items, self.groups = self.units.items, self.units.groups
+    self.offsets, self.unit_group = self.units.offsets, self.units.unit_group
     self._view, self._trace = view, trace
     self._consumers = []
-    self.model = CostModel(total, self._layers())
+    self.model = CostModel(self.units.num_units, self._layers())
     unknown = [l.name for l in self.model.layers if l.positions is None]
     if self.budget.kind == 'flops' and unknown:
       raise ValueError(
@@ -162,23 +147,8 @@ class KerasBudget(object):
 
   def _width(self, tensor):
     """The `Width` of a tensor of the view, in units."""
-    channels = self._trace.channels(tensor)
-    if channels is None:
-      shape = self._view.shape(tensor) or [None]
-      return Width(shape[-1] or 0, ())
-    fixed, counts = 0, collections.Counter()
-    for channel in channels:
-      unit = None if channel is None else self._unit_index.get(channel)
-      if unit is None:
-        fixed += 1
-      else:
-        counts[unit] += 1
-    return Width(fixed, tuple(sorted(counts.items())))
-
-  def _input_units(self, tensor):
-    """int32 [C]: the unit of each channel of `tensor`, or -1."""
-    return np.array([-1 if c is None else self._unit_index.get(c, -1)
-                     for c in self._trace.channels(tensor)], np.int32)
+    return self.units.width(self._trace.channels(tensor),
+                            (self._view.shape(tensor) or [None])[-1])
 
   def _layers(self):
     """The `Layer`s of the view's kernel nodes and batch norms, in order;
@@ -216,7 +186,8 @@ class KerasBudget(object):
       variable = [v for v in node.call.layer.weights
                   if v.name.split('/')[-1].split(':')[0] == short][0]
       self._consumers.append((name, variable, -1 if transposed else -2,
-                              self._input_units(node.inputs[0])))
+                              self.units.channel_units(
+                                  self._trace.channels(node.inputs[0]))))
     positions = _positions(view.shape(
         node.inputs[0] if transposed else node.output))
     if node.op == 'MatMul':
@@ -283,5 +254,4 @@ class KerasBudget(object):
 
   def split(self, units):
     """The [U] array `units`, one piece per group."""
-    return [units[o:o + g.num_units] for o, g in zip(self.offsets,
-                                                     self.groups)]
+    return self.units.split(units)

@@ -26,7 +26,11 @@ channel groups of the model (`tf1prune.keras.shrink.groups`: the one channel
 walk over the model's layers) as the graph API does, with its rules
 (`tf1prune.plan.coupled`): whole groups only, blocked groups and the model's
 outputs dense, one target per group, locked units kept; every warning is
-logged once, when the pruner is made.
+logged once, when the pruner is made. With a `budget`, the groups are
+pruned to what the shrunk model may cost (`tf1prune.keras._budget`:
+`budget_plan()`, `budget_report()`, `cost_ratio`), and with it (or
+`prune_channel_params`) a removed channel's bias and batch norm are
+pinned to 0 (`tf1prune.keras._channel_params`: `channel_params()`).
 
 `step(step)` is `conditional_mask_update_op`: it updates the masks when
 `begin_pruning_step <= step <= end_pruning_step` (or end -1) and

@@ -39,13 +39,13 @@ offsets after its filters are zeroed with them
 shrink to stop at.
 """
 
-import collections
 import math
 import os
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from tf1prune.channels.budget_units import BudgetUnits
 from tf1prune.channels.cost import CostModel, Geometry, Layer, Width
 from tf1prune.channels.graph_view import GraphView
 from tf1prune.channels.training_graph import trace_channels
@@ -157,28 +157,13 @@ class BudgetPlan(object):
       ValueError: no group to prune, a FLOPs budget on a layer whose output
         size is unknown, or a budget below what the kept minimums allow.
     """
-    self.items = list(items)
-    self.groups = [item.group for item in self.items]
-    if not self.items:
-      raise ValueError(
-          'budget %s: no channel group can be pruned: give the layers a '
-          'filter granularity (granularity_map=[.*:coupled_filter]) and leave '
-          'them out of do_not_prune; the warnings above say why each group '
-          'stays dense' % (self.budget,))
-    index = {id(g): i for i, g in enumerate(self.trace.groups)}
-    unit_index, self.offsets, total = {}, [], 0
-    for item in self.items:
-      position = index[id(item.group)]
-      self.offsets.append(total)
-      for unit in range(item.group.num_units):
-        unit_index[(position, unit)] = total + unit
-      total += item.group.num_units
-    self.unit_group = np.repeat(np.arange(len(self.items)),
-                                [g.num_units for g in self.groups])
+    self.units = BudgetUnits(self.budget, items, self.trace.groups)
+    self.items, self.groups = self.units.items, self.units.groups
+    self.offsets, self.unit_group = self.units.offsets, self.units.unit_group
     self.floors = self._floors()
     self._consumers = []
     self._raw = dict((r.masked_weight.name, r.weight) for r in self.records)
-    self.model = CostModel(total, self._layers(unit_index))
+    self.model = CostModel(self.units.num_units, self._layers())
     # What touches each unit: its members' filters, the next layers' inputs.
     self.touches = [
         Touch(t.record.name, t.record.masked_weight, m.axis,
@@ -264,26 +249,12 @@ class BudgetPlan(object):
             group.num_units * (1.0 - fraction) - 1e-9)))
     return floors
 
-  def _units(self, tensor, unit_index):
-    """int32 [C]: each channel's global unit, or -1."""
-    return np.array([-1 if c is None else unit_index.get(c, -1)
-                     for c in self.trace.channels(tensor)], np.int32)
+  def _width(self, tensor):
+    shape = _static(tensor)
+    return self.units.width(self.trace.channels(tensor),
+                            shape[-1] if shape else None)
 
-  def _width(self, tensor, unit_index):
-    channels = self.trace.channels(tensor)
-    if channels is None:
-      shape = _static(tensor)
-      return Width(shape[-1] if shape and shape[-1] is not None else 0, ())
-    fixed, counts = 0, collections.Counter()
-    for channel in channels:
-      unit = unit_index.get(channel) if channel is not None else None
-      if unit is None:
-        fixed += 1
-      else:
-        counts[unit] += 1
-    return Width(fixed, tuple(sorted(counts.items())))
-
-  def _layers(self, unit_index):
+  def _layers(self):
     """The `Layer`s of the forward graph, each weight's first use."""
     layers, seen = [], set()
     for op in GraphView(self.graph).walk_order():
@@ -303,12 +274,13 @@ class BudgetPlan(object):
       seen.add(source.name)
       shape = _static(op.inputs[1])
       out = _static(op.outputs[0])
-      inputs = self._width(op.inputs[0], unit_index)
+      inputs = self._width(op.inputs[0])
       if op.type != 'DepthwiseConv2dNative' and inputs.units:
         self._consumers.append(Touch(
-            op.name, op.inputs[1], -2, self._units(op.inputs[0], unit_index),
+            op.name, op.inputs[1], -2,
+            self.units.channel_units(self.trace.channels(op.inputs[0])),
             self._raw.get(op.inputs[1].name)))
-      outputs = self._width(op.outputs[0], unit_index)
+      outputs = self._width(op.outputs[0])
       bias = _has_bias(op)
       geometry = _geometry(op)
       if op.type == 'MatMul':
@@ -360,8 +332,7 @@ class BudgetPlan(object):
 
   def split(self, units):
     """The [U] tensor `units`, one piece per group."""
-    return [units[o:o + g.num_units] for o, g in zip(self.offsets,
-                                                     self.groups)]
+    return self.units.split(units)
 
   # ------------------------------------------------------------ importance
 
