@@ -260,6 +260,11 @@ class Pruner(object):
   def update(self, sparsity=None, step=None):
     """Recomputes every mask now and zeroes the pruned entries.
 
+    With a budget, the channel groups are pruned to the cost the schedule
+    allows at `step`; `sparsity` then applies to the weights pruned by
+    another granularity only. Then the removed channels' biases and batch
+    norms are zeroed (with a budget or `prune_channel_params`).
+
     Args:
       sparsity: the sparsity to use, in [0, 1) (weights in
         `weight_sparsity_map` get `sparsity * their target /
@@ -268,7 +273,8 @@ class Pruner(object):
         `last_update_step`.
 
     Returns:
-      {name: float32 threshold}.
+      {name: float32 threshold} (a budget's members: the cost ratio
+      reached).
 
     Raises:
       ValueError: `sparsity` is not in [0, 1).
