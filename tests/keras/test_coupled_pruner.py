@@ -83,9 +83,10 @@ def _warnings():
     v1.logging.set_verbosity(old)
 
 
-def _graph_masks(values, names, hparams, locks=None):
+def _graph_masks(values, names, hparams, locks=None, at_step=0):
   """(masks, warnings) of `tf1prune.Pruning` on the graph of the same net:
-  the kernels masked in `names`' order, their values `values`."""
+  the kernels masked in `names`' order, their values `values`, updated at
+  global step `at_step`."""
   locks = locks or {}
   with _warnings() as records, tf.Graph().as_default():
     variables = {}
@@ -131,31 +132,34 @@ def _graph_masks(values, names, hparams, locks=None):
     with v1.Session() as sess:
       sess.run(v1.global_variables_initializer())
       sess.run(tf1prune.capture_lock_values_op())
+      sess.run(step.assign(at_step))
       sess.run(update)
       masks = dict((r.name, sess.run(r.mask) > 0)
                    for r in tf1prune.masked_weight_records())
   return masks, records
 
 
-def _keras_masks(model, hparams, locks=None):
-  """(masks, warnings) of the Keras `Pruner` at sparsity 0.5."""
+def _keras_masks(model, hparams, locks=None, at_step=0):
+  """(masks, warnings) of the Keras `Pruner` at sparsity 0.5, at step
+  `at_step`."""
   for name, (index, value) in (locks or {}).items():
     layer, weight = name.split('/', 1)
     tk.lock(model, layer, weight, index, value=value)
   with _warnings() as records:
     pruner = tk.Pruner(model, hparams)
-    pruner.update(sparsity=0.5)
+    pruner.update(sparsity=0.5, step=at_step)
   return pruner, records
 
 
-def _compare(hparams, locks=None):
+def _compare(hparams, locks=None, at_step=0):
   model = _keras_net()
   values = _weights(model)
-  pruner, keras_warnings = _keras_masks(model, hparams, locks)
+  pruner, keras_warnings = _keras_masks(model, hparams, locks, at_step)
   graph_locks = dict((n, dict(index=i, value=v))
                      for n, (i, v) in (locks or {}).items())
   names = [n for n in values if n.split('/')[-1].endswith('kernel')]
-  expected, graph_warnings = _graph_masks(values, names, hparams, graph_locks)
+  expected, graph_warnings = _graph_masks(values, names, hparams, graph_locks,
+                                          at_step)
   masks = pruner.masks()
   assert sorted(masks) == sorted(
       n for n in expected if n in pruner.weight_names)
@@ -261,3 +265,33 @@ def test_filter_pruning_of_depthwise_kernels_says_it_keeps_them(caplog):
           'filter each (depth_multiplier 1), which filter pruning keeps: '
           'they stay dense. coupled_filter prunes them with the channels '
           'they read.' % dw) in warnings
+
+
+@pytest.mark.parametrize('budget', [
+    'flops:0.5', 'params:0.5', 'flops:0.3,budget_criterion=l1',
+    'flops:0.5,channel_group_min_channels=3,channel_group_multiple=2',
+    'flops:0.4,budget_normalization=max,budget_cost_exponent=1',
+    'flops:0.5,budget_normalization=none,do_not_prune=[b1]',
+    'flops:0.4,granularity_map=[logits:coupled_filter]',
+])
+def test_a_budget_gives_the_masks_of_the_graph_api(budget):
+  hparams = 'budget=%s,sparsity_function_end_step=4' % budget
+  model, pruner, masks, keras_warnings, graph_warnings = _compare(
+      hparams, at_step=3)
+  assert [w.split(' (nothing reads')[0] for w in keras_warnings] == [
+      w.split(' (nothing reads')[0] for w in graph_warnings]
+  plan = pruner.budget_plan()
+  kept = plan.current()
+  assert 0 < kept.sum() < kept.size
+  allowed = 1.0 - (1.0 - float(budget.split(',')[0].split(':')[1])) * (
+      1.0 - 0.25 ** 3)
+  assert pruner.cost_ratio <= allowed
+
+
+def test_a_budget_keeps_a_locked_unit_as_the_graph_api_does():
+  hparams = 'budget=flops:0.3,sparsity_function_end_step=4'
+  _, pruner, masks, _, _ = _compare(hparams, at_step=4)
+  removed = int(np.flatnonzero(~masks['stem/kernel'][0, 0, 0])[0])
+  locks = {'b2/kernel': (np.s_[0, 0, 0, removed], 'current')}
+  _, _, masks, _, _ = _compare(hparams, locks, at_step=4)
+  assert masks['stem/kernel'][0, 0, 0, removed]

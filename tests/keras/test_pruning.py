@@ -203,15 +203,6 @@ def test_pruner_errors():
   with pytest.raises(ValueError) as e:
     tk.Pruner(small_model(K), 'target_sparsity=1.5')
   assert 'target_sparsity' in str(e.value) and '1.5' in str(e.value)
-  with pytest.raises(ValueError) as e:
-    tk.Pruner(small_model(K), 'budget=flops:0.5')
-  assert str(e.value).startswith(
-      'budget=flops:0.5: the Keras Pruner prunes to target_sparsity, not to '
-      'a budget; prune to a budget with tf1prune.Pruning')
-  with pytest.raises(ValueError) as e:
-    tk.Pruner(small_model(K), 'prune_channel_params=true')
-  assert str(e.value).startswith('prune_channel_params=True: the Keras '
-                                 'Pruner does not zero')
   unbuilt = K.Sequential([K.layers.Dense(3, name='later')])
   with pytest.raises(ValueError) as e:
     tk.Pruner(unbuilt, weights=[('later', 'kernel')])

@@ -103,3 +103,43 @@ def same_outputs(model, small, shape, seed=1):
   assert y.shape == y_small.shape
   err = float(np.abs(y - y_small).max())
   assert err <= 1e-5 * float(np.abs(y).max()), err
+
+
+def residual_cnn(keras, seed=0, biases=True):
+  """Functional: 16x16x3 -> conv 'stem' (16) -> BN -> ReLU; 'b1' (8) -> BN
+  -> ReLU; 'b2' (16) -> BN, added to the stem; ReLU; depthwise 'dw' -> BN
+  -> ReLU; 1x1 'head' (12, stride 2) -> BN -> ReLU; global pool; Dense
+  'logits' (4). Keras's initializers; with `biases`, the convs after the
+  stem have biases, and every bias and batch norm vector is set to random
+  nonzero values (so that zeros are the pruner's)."""
+  keras.utils.set_random_seed(seed)
+  layers = keras.layers
+
+  def bn(x, name):
+    return layers.BatchNormalization(name=name + '_bn')(x)
+
+  x = keras.Input((16, 16, 3))
+  stem = layers.Conv2D(16, 3, padding='same', use_bias=False, name='stem')(x)
+  stem = layers.ReLU()(bn(stem, 'stem'))
+  h = layers.Conv2D(8, 3, padding='same', use_bias=biases, name='b1')(stem)
+  h = layers.ReLU()(bn(h, 'b1'))
+  h = layers.Conv2D(16, 3, padding='same', use_bias=biases, name='b2')(h)
+  h = layers.ReLU()(layers.Add()([stem, bn(h, 'b2')]))
+  h = layers.DepthwiseConv2D(3, padding='same', use_bias=biases,
+                             name='dw')(h)
+  h = layers.ReLU()(bn(h, 'dw'))
+  h = layers.Conv2D(12, 1, strides=2, use_bias=biases, name='head')(h)
+  h = layers.ReLU()(bn(h, 'head'))
+  y = layers.Dense(4, name='logits')(layers.GlobalAveragePooling2D()(h))
+  model = keras.Model(x, y)
+  if biases:
+    rng = np.random.RandomState(seed + 1)
+    for layer in model.layers:
+      for variable in layer.weights:
+        short = variable.name.split('/')[-1].split(':')[0]
+        if short in ('bias', 'gamma', 'beta', 'moving_mean'):
+          variable.assign(rng.uniform(0.5, 1.5, variable.shape) *
+                          rng.choice([-1.0, 1.0], variable.shape))
+        elif short == 'moving_variance':
+          variable.assign(rng.uniform(0.5, 1.5, variable.shape))
+  return model

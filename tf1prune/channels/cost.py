@@ -29,7 +29,10 @@ example is the one the shrink reports (`tf1prune.export.shrink.report`):
 - `dense` (MatMul, weight `[in, out]`): `in * out` (plus `out`) parameters,
   `2 * in * out` FLOPs;
 - `lrn`: no parameters, `2 * (2 * depth_radius + 1) * C * positions` FLOPs
-  (the multiply-adds of its band sums), with `C` its input's width.
+  (the multiply-adds of its band sums), with `C` its input's width;
+- `norm` (a Keras batch norm, whose vectors the Keras shrink report counts
+  as parameters): `kernel * C` parameters (`kernel`: its vectors, gamma,
+  beta, moving mean and variance), no FLOPs.
 
 Element-wise ops, bias adds and pools are not counted. `CostModel.arrays`
 gives the same sums as arrays for tensors (`tf1prune.masks.budget_masks`
@@ -75,11 +78,12 @@ class Layer(collections.namedtuple('Layer', [
 
   Attributes:
     name: its node name (the shrink report's layer name).
-    kind: 'conv', 'depthwise', 'dense' or 'lrn'.
+    kind: 'conv', 'depthwise', 'dense', 'lrn' or 'norm'.
     inputs, outputs: the `Width`s it reads and writes (a depthwise conv's
       and an LRN's outputs are not used).
     kernel: the weights per input-output channel pair (`kh * kw`; 1 for
-      dense); for an LRN its band, `2 * depth_radius + 1`.
+      dense); for an LRN its band, `2 * depth_radius + 1`; for a norm its
+      vectors.
     multiplier: a depthwise conv's channel multiplier `m` (1 otherwise).
     positions: output positions per example (height x width; 1 for dense),
       or None when unknown (its FLOPs are then NaN).
@@ -101,6 +105,8 @@ class Layer(collections.namedtuple('Layer', [
     p = float('nan') if self.positions is None else float(self.positions)
     if self.kind == 'lrn':
       return [('flops', 2.0 * k * p, (self.inputs,))]
+    if self.kind == 'norm':
+      return [('params', k, (self.inputs,))]
     if self.kind == 'depthwise':
       return [('params', k * m + (m if self.bias else 0.0), (self.inputs,)),
               ('flops', 2.0 * k * m * p, (self.inputs,))]

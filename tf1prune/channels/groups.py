@@ -24,6 +24,8 @@ the channels of the depthwise conv's input (`depthwise`, given to `Forward`
 as its `spread` hook); `Forward` follows the channels, and `groups()`
 clusters the members whose channels share a set of the union-find into
 `ChannelGroup`s, with why a group is blocked or gives the model's outputs.
+`ChannelTrace(walk)` holds the groups and says which group's unit each
+channel of a tensor of the view is (what a budget's cost model counts).
 """
 
 import collections
@@ -34,7 +36,7 @@ from tf1prune.channels.forward import Forward
 from tf1prune.channels.propagate import UnionFind
 from tf1prune.channels.table import NOT_READING, OUTPUT_OPS, rule_of
 
-__all__ = ['ChannelGroup', 'GroupMember', 'GroupWalk']
+__all__ = ['ChannelGroup', 'ChannelTrace', 'GroupMember', 'GroupWalk']
 
 
 class GroupMember(collections.namedtuple(
@@ -200,3 +202,27 @@ class GroupWalk(object):
       result.append(ChannelGroup(tuple(members), len(unit_of), reason,
                                  output, stop))
     return result
+
+
+class ChannelTrace(object):
+  """The channel groups of a `GroupWalk` (run) and the channels of its
+  view's tensors.
+
+  Attributes:
+    groups: the `ChannelGroup`s, as `find_channel_groups` returns them.
+  """
+
+  def __init__(self, walk):
+    self._walk = walk
+    self.groups = walk.groups()
+
+  def channels(self, tensor):
+    """Per channel of `tensor` (a tensor of the walked view: a `tf.Tensor`,
+    a Keras view's tensor key), its (group index, unit), or None for a
+    channel of no group; None for a tensor that carries no channel of a
+    member."""
+    ids = self._walk.forward.ids.get(self._walk.forward.view.key(tensor))
+    if ids is None:
+      return None
+    find, unit_of = self._walk.sets.find, self._walk.unit_of_root
+    return [None if i is None else unit_of.get(find(i)) for i in ids]

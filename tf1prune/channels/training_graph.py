@@ -50,7 +50,8 @@ not followed.
 import tensorflow.compat.v1 as tf
 
 from tf1prune.channels.graph_view import GraphView
-from tf1prune.channels.groups import ChannelGroup, GroupMember, GroupWalk
+from tf1prune.channels.groups import (ChannelGroup, ChannelTrace,
+                                      GroupMember, GroupWalk)
 from tf1prune.graph.masking import masked_weight_records
 
 __all__ = ['ChannelGroup', 'ChannelTrace', 'GroupMember',
@@ -93,28 +94,6 @@ def _register(walk, record):
         op.type == 'MatMul' and not op.get_attr('transpose_b')):
       walk.produce(record.name, record.weight, -1, op.outputs[0],
                    _static_dims(record.weight)[-1])
-
-
-class ChannelTrace(object):
-  """The channel groups of a training graph and the channels of its tensors.
-
-  Attributes:
-    groups: the `ChannelGroup`s, as `find_channel_groups` returns them.
-  """
-
-  def __init__(self, walk):
-    self._walk = walk
-    self.groups = walk.groups()
-
-  def channels(self, tensor):
-    """Per channel of `tensor` (a `tf.Tensor` of the walked graph), its
-    (group index, unit), or None for a channel of no group; None for a
-    tensor that carries no channel of a masked weight."""
-    ids = self._walk.forward.ids.get(tensor.name)
-    if ids is None:
-      return None
-    find, unit_of = self._walk.sets.find, self._walk.unit_of_root
-    return [None if i is None else unit_of.get(find(i)) for i in ids]
 
 
 def trace_channels(graph=None, records=None):

@@ -26,7 +26,11 @@ channel groups of the model (`tf1prune.keras.shrink.groups`: the one channel
 walk over the model's layers) as the graph API does, with its rules
 (`tf1prune.plan.coupled`): whole groups only, blocked groups and the model's
 outputs dense, one target per group, locked units kept; every warning is
-logged once, when the pruner is made.
+logged once, when the pruner is made. With a `budget`, the groups are
+pruned to what the shrunk model may cost (`tf1prune.keras._budget`:
+`budget_plan()`, `budget_report()`, `cost_ratio`), and with it (or
+`prune_channel_params`) a removed channel's bias and batch norm are
+pinned to 0 (`tf1prune.keras._channel_params`: `channel_params()`).
 
 `step(step)` is `conditional_mask_update_op`: it updates the masks when
 `begin_pruning_step <= step <= end_pruning_step` (or end -1) and
@@ -45,10 +49,12 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from tf1prune.latency.budget_report import BudgetReport
 from tf1prune.masks import Filter
 from tf1prune.plan.coupled import split_coupled, units_kept_by_locks
 from tf1prune.plan.hparams import HParams, get_pruning_hparams
-from tf1prune.keras import _pin, _version
+from tf1prune.keras import _channel_params, _pin, _version
+from tf1prune.keras._budget import KerasBudget, check_budget_hparams
 from tf1prune.keras._locks import resolve_layer
 from tf1prune.plan.mask_update import MaskUnit, compute_masks
 from tf1prune.plan.spec import PruningSpec
@@ -78,21 +84,6 @@ def _hparams(hparams):
   return hparams
 
 
-def _check_graph_only(hparams):
-  """Refuses the hparams that only the graph `tf1prune.Pruning` follows."""
-  if hparams.budget:
-    raise ValueError(
-        'budget=%s: the Keras Pruner prunes to target_sparsity, not to a '
-        'budget; prune to a budget with tf1prune.Pruning on a TF1-style '
-        'graph or prune_checkpoint --budget, or give the Pruner a '
-        'target_sparsity' % hparams.budget)
-  if hparams.prune_channel_params:
-    raise ValueError(
-        'prune_channel_params=True: the Keras Pruner does not zero the '
-        'biases and batch norms of pruned filters (tk.shrink_model folds '
-        'what they leave); drop the hparam')
-
-
 class Pruner(object):
   """Masks for the prunable weights of a built Keras model.
 
@@ -107,17 +98,20 @@ class Pruner(object):
     ValueError: an hparam is out of range, a layer is not built, a weight is
       not floating point or its shape does not fit its granularity (N:M
       needs inputs that are a multiple of M), no weight is left to prune,
-      or a `budget` or `prune_channel_params` (graph `tf1prune.Pruning`
-      only) is set.
+      or a `budget` cannot be pruned to (a latency budget, `taylor`, no
+      group to prune, below what the kept minimums allow:
+      `tf1prune.keras._budget`).
   """
 
   def __init__(self, model, hparams=None, weights=None):
     _version.keras_of(model)
     self.model = model
     self.spec = _hparams(hparams)
-    _check_graph_only(self.spec)
     # Parsed and validated once, as the graph API does (tf1prune.plan).
     self._plan = PruningSpec.from_hparams(self.spec).plan()
+    if self._plan.spec.budget is not None:
+      check_budget_hparams(self._plan.spec)
+    self._view = self._trace = None
     self._records = []
     targets = self._targets(weights)
     names = ['%s/%s' % (layer.name, name) for layer, name in targets]
@@ -141,6 +135,14 @@ class Pruner(object):
     for record in self._records:   # an N:M weight of 6 inputs fails here
       record.spec.granularity.check_shape(record.variable.shape, record.name)
     self._plain, self._coupled = self._split(targets, names)
+    self._owners, self._params = self._channel_params()
+    self._budget = None
+    self.cost_ratio = None
+    if self._plan.spec.budget is not None:
+      self._budget = KerasBudget(
+          self._plan.spec, self._view, self._trace, self._coupled,
+          [p for p in self._params if p.owner < len(self._coupled)], _warn)
+      self.cost_ratio = 1.0
     self.thresholds = {r.name: np.float32(0.0) for r in self._records}
     self.last_update_step = 0
 
@@ -152,9 +154,14 @@ class Pruner(object):
 
     def groups():
       from tf1prune.keras.shrink import groups as groups_module
+      from tf1prune.keras.shrink.layer_view import LayerView
       try:
-        return groups_module.find_channel_groups(self.model, members)
+        self._view = LayerView(self.model)
+        self._trace = groups_module.trace_channel_groups(
+            self.model, members, self._view)
+        return self._trace.groups
       except ValueError as e:
+        self._view = None
         _warn('the channel groups of model %r are unknown (%s): its weights '
               'are in no channel group' % (self.model.name, e))
         return []
@@ -162,6 +169,31 @@ class Pruner(object):
     return split_coupled(self._records, groups, names, self._plan, _warn,
                          lambda r: r.name,
                          lambda r: [int(d) for d in r.variable.shape])
+
+  def _channel_params(self):
+    """(owners, params) of `tf1prune.keras._channel_params`: the weights
+    whose removed channels' biases and batch norms are zeroed (with a
+    budget or `prune_channel_params`), and those parameters (the owners of
+    the coupled groups first, in their order)."""
+    if not self._plan.spec.prune_channel_params or self._view is None:
+      return [], []
+    owners = [_channel_params.Owner(
+        [(t.pin, t.layer, t.weight_name, m.axis, m.units)
+         for m, t in zip(item.group.members, item.targets)],
+        item.group.num_units) for item in self._coupled]
+    for record in self._plain:
+      shape = [int(d) for d in record.variable.shape]
+      if record.spec.granularity.removes_outputs(shape):
+        owners.append(_channel_params.Owner(
+            [(record.pin, record.layer, record.weight_name, -1,
+              tuple(range(shape[-1])))], shape[-1]))
+    return owners, _channel_params.find(self._view, owners, self.model)
+
+  def channel_params(self):
+    """The biases and batch norm scales and offsets zeroed with the
+    channels the masks remove (with a budget or `prune_channel_params`):
+    [(`layer/weight`, what)], what 'bias', 'scale' or 'offset'."""
+    return [(p.name, p.what) for p in self._params]
 
   def _depthwise_warning(self):
     """Says once that `filter` keeps a depthwise kernel of one filter."""
@@ -228,6 +260,11 @@ class Pruner(object):
   def update(self, sparsity=None, step=None):
     """Recomputes every mask now and zeroes the pruned entries.
 
+    With a budget, the channel groups are pruned to the cost the schedule
+    allows at `step`; `sparsity` then applies to the weights pruned by
+    another granularity only. Then the removed channels' biases and batch
+    norms are zeroed (with a budget or `prune_channel_params`).
+
     Args:
       sparsity: the sparsity to use, in [0, 1) (weights in
         `weight_sparsity_map` get `sparsity * their target /
@@ -236,7 +273,8 @@ class Pruner(object):
         `last_update_step`.
 
     Returns:
-      {name: float32 threshold}.
+      {name: float32 threshold} (a budget's members: the cost ratio
+      reached).
 
     Raises:
       ValueError: `sparsity` is not in [0, 1).
@@ -246,12 +284,15 @@ class Pruner(object):
                        'each weight to prune, e.g. 0.9' % (sparsity,))
     step = self.last_update_step if step is None else int(step)
     plan = self._plan
+    masks, coupled = {}, self._coupled
+    if self._budget is not None:
+      masks, coupled = self._budget_masks(step), []
     units = [MaskUnit([r.name], tf.convert_to_tensor(r.variable),
                       tf.constant(self.thresholds[r.name]),
                       plan.weight(r.name, previous_mask=tf.constant(
                           r.pin.mask, tf.float32)))
              for r in self._plain]
-    for item in self._coupled:
+    for item in coupled:
       records = item.targets
       units.append(MaskUnit(
           [r.name for r in records],
@@ -265,9 +306,10 @@ class Pruner(object):
                   for r in records]))))
     schedule = plan.schedule if sparsity is None else None
     overall = self.sparsity_at(step) if sparsity is None else float(sparsity)
-    masks = compute_masks(plan, units, overall, lambda weight: plan.sparsity_of(
-        weight.target_sparsity, overall, schedule,
-        lambda s: s.sparsity_at(step)))
+    masks.update(compute_masks(
+        plan, units, overall, lambda weight: plan.sparsity_of(
+            weight.target_sparsity, overall, schedule,
+            lambda s: s.sparsity_at(step))))
     for record in self._records:
       if record.name not in masks:
         continue      # left dense (a warning said why when it was made)
@@ -277,8 +319,46 @@ class Pruner(object):
       record.pin.set_mask(keep)
       record.pin.apply()
       self.thresholds[record.name] = np.float32(threshold)
+    _channel_params.zero(self._params, self._owners)
     self.last_update_step = step
     return dict(self.thresholds)
+
+  def _budget_masks(self, step):
+    """{name: (mask, threshold)} of the budget's groups at `step`; the
+    threshold of a member is the cost ratio the update reached."""
+    keep, cost = self._budget.keep_units(step)
+    self.cost_ratio = float(np.float32(cost / self._budget.dense))
+    results = {}
+    for item, unit_mask in zip(self._coupled, self._budget.split(keep)):
+      group = item.group
+      masks = item.granularity.units(
+          [m.axis for m in group.members], [m.units for m in group.members],
+          group.num_units).spread(
+              [tf.convert_to_tensor(r.variable) for r in item.targets],
+              tf.constant(unit_mask))
+      for record, mask in zip(item.targets, masks):
+        results[record.name] = (mask, self.cost_ratio)
+    return results
+
+  def budget_plan(self):
+    """The `tf1prune.keras._budget.KerasBudget` (groups, units, cost
+    model) of the `budget` hparam, or None without a budget."""
+    return self._budget
+
+  def budget_report(self, step=None):
+    """The `tf1prune.latency.budget_report.BudgetReport` of the current
+    masks: per layer, the widths and the cost before and after, and the
+    cost the schedule allows at `step` (default `last_update_step`).
+
+    Raises:
+      ValueError: there is no budget.
+    """
+    if self._budget is None:
+      raise ValueError('budget_report needs the budget hparam; this Pruner '
+                       'has none (budget=%r)' % self.spec.budget)
+    step = self.last_update_step if step is None else int(step)
+    return BudgetReport(self._budget.budget, self._budget.model,
+                        self._budget.current(), self._budget.allowed(step))
 
   def is_pruning_step(self, step):
     """The predicate of `conditional_mask_update_op` at `step`."""
@@ -317,13 +397,17 @@ class Pruner(object):
       pin = record.pin
       pin.set_mask(np.where(pin.locked, pin.mask, pin.mask & kept))
       pin.apply()
+    _channel_params.zero(self._params, self._owners)
 
   def write_summaries(self, step):
     """Writes the pruning scalars into the default `tf.summary` writer.
 
     The names of `tf1prune.Pruning.add_pruning_summaries`, in
     `<name>_summaries/`: `sparsity`, `last_mask_update_step`, and per weight
-    `<layer>/<weight>/mask/sparsity` and `<layer>/<weight>/threshold/threshold`.
+    `<layer>/<weight>/mask/sparsity` and `<layer>/<weight>/threshold/threshold`;
+    with a budget, `budget/cost_ratio_target` (what the schedule allows at
+    `step`), `budget/cost_ratio` (what the last update reached) and per
+    group member `<layer>/<weight>/kept_channels` (the fraction kept).
     """
     scope = self._plan.name + '_summaries/'
     _scalar(scope + 'sparsity', self.sparsity_at(step), step)
@@ -334,6 +418,14 @@ class Pruner(object):
               1.0 - np.count_nonzero(mask) / float(mask.size), step)
       _scalar(scope + record.name + '/threshold/threshold',
               self.thresholds[record.name], step)
+    if self._budget is not None:
+      budget = self._budget
+      _scalar(scope + 'budget/cost_ratio_target',
+              budget.allowed(step) / budget.dense, step)
+      _scalar(scope + 'budget/cost_ratio', self.cost_ratio, step)
+      for item, kept in zip(self._coupled, budget.split(budget.current())):
+        for member in item.group.members:
+          _scalar(scope + member.name + '/kept_channels', kept.mean(), step)
 
 
 def _scalar(tag, value, step):

@@ -21,7 +21,7 @@ Each is a small class with one method, `compute_mask(weight, sparsity,
 select)`.
 """
 
-from tf1prune.masks._budget import budget_masks
+from tf1prune.masks._budget import budget_masks, group_floors, minimum_keep
 from tf1prune.masks._coupled import (REDUCTIONS, CoupledFilter, CoupledUnits,
                                      coupled_filter_masks, unit_keep_count)
 from tf1prune.masks._global import global_masks
@@ -33,7 +33,8 @@ from tf1prune.masks._structured import (IMPORTANCES, NM, ChannelBlock, Filter,
                                         InputChannel, Kernel)
 
 __all__ = ['Block', 'ChannelBlock', 'CoupledFilter', 'CoupledUnits', 'Element',
-           'Filter', 'Granularity', 'budget_masks',
+           'Filter', 'Granularity', 'budget_masks', 'group_floors',
            'IMPORTANCES', 'InputChannel', 'Kernel', 'NM', 'REDUCTIONS',
            'coupled_filter_masks', 'global_masks', 'histogram_threshold',
-           'index_mask', 'keep_count', 'magnitude_mask', 'unit_keep_count']
+           'index_mask', 'keep_count', 'magnitude_mask', 'minimum_keep',
+           'unit_keep_count']

@@ -40,10 +40,36 @@ the budget, that model is the result (`cost` then exceeds the budget).
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-__all__ = ['BilinearCost', 'NORMALIZATIONS', 'budget_masks',
-           'marginal_costs']
+__all__ = ['BilinearCost', 'NORMALIZATIONS', 'budget_masks', 'group_floors',
+           'marginal_costs', 'minimum_keep']
 
 NORMALIZATIONS = ('mean', 'max', 'none')
+
+
+def group_floors(sizes, min_channels):
+  """int64 [G]: the units each group of `sizes` units keeps at least under a
+  budget: `min_channels` (`channel_group_min_channels`), raised to 2, at
+  most the group's size.
+
+  Two, not one: the shrink never narrows a conv to one input and one output
+  channel, which TF 2.x's oneDNN kernels compute wrongly (it would keep a
+  second one), so a budget that counted one would not be met.
+  """
+  least = max(int(min_channels), 2)
+  return np.array([min(least, int(size)) for size in sizes], np.int64)
+
+
+def minimum_keep(unit_group, floors, multiple=1):
+  """float64 [U]: the smallest keep mask the rules allow: in each group the
+  first `floors[g]` units, rounded up to a multiple of `multiple` (at most
+  the group's size). Its cost is the least a budget can reach."""
+  unit_group = np.asarray(unit_group, np.int64)
+  keep = np.zeros(len(unit_group))
+  for group, least in enumerate(floors):
+    units = np.flatnonzero(unit_group == group)
+    least = min(-(-int(least) // multiple) * multiple, len(units))
+    keep[units[:least]] = 1.0
+  return keep
 
 
 def _widths(arrays, keep):

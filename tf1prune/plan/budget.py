@@ -27,7 +27,7 @@ import numbers
 
 from tf1prune.plan.schedule import sparsity_at, sparsity_tensor
 
-__all__ = ['BUDGET_KINDS', 'CRITERIA', 'NORMALIZATIONS', 'Budget',
+__all__ = ['BUDGET_KINDS', 'CRITERIA', 'NORMALIZATIONS', 'Budget', 'amount',
            'parse_budget']
 
 BUDGET_KINDS = ('flops', 'params', 'latency')
@@ -66,10 +66,35 @@ class Budget(collections.namedtuple('Budget', ['kind', 'value',
                       'latency' else '{:,}'.format(int(dense)), self.kind))
     return float(self.value) / float(dense)
 
+  def check_reachable(self, least, dense, minimums):
+    """Raises ValueError if `least` (the cost with every group at its
+    minimum) is above this budget of the `dense` cost.
+
+    Args:
+      least, dense: costs in this budget's kind (FLOPs, parameters, ms).
+      minimums: what sets the minimums, for the message (e.g.
+        'channel_group_min_channels=1 and 2 at least, ...').
+    """
+    if least <= self.ratio(dense) * dense:
+      return
+    raise ValueError(
+        'budget %s is below what the pruned model can cost: with every '
+        'group at its minimum (%s) it costs %s %s, %.4f of the dense %s; '
+        'give a budget of at least %s:%.4f, or lower the minimums' % (
+            self, minimums, amount(least, self.kind), self.kind,
+            least / dense, amount(dense, self.kind), self.kind,
+            least / dense))
+
   def __str__(self):
     return '%s:%g%s' % (self.kind, self.value,
                         'ms' if self.absolute and self.kind == 'latency'
                         else '')
+
+
+def amount(value, kind):
+  """A cost of budget kind `kind` as text: '1,234' or '3.5 ms'."""
+  return ('%.4g ms' % value if kind == 'latency' else
+          '{:,}'.format(int(value)))
 
 
 def parse_budget(text):

@@ -39,24 +39,25 @@ offsets after its filters are zeroed with them
 shrink to stop at.
 """
 
-import collections
 import math
 import os
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from tf1prune.channels.budget_units import BudgetUnits
 from tf1prune.channels.cost import CostModel, Geometry, Layer, Width
 from tf1prune.channels.graph_view import GraphView
 from tf1prune.channels.training_graph import trace_channels
-from tf1prune.export.table import count, table
 from tf1prune.latency import LatencyCost, LatencyTable, signature
+from tf1prune.latency.budget_report import BudgetReport
 from tf1prune.latency import profile as profile_latency
-from tf1prune.masks import budget_masks
+from tf1prune.masks import budget_masks, group_floors, minimum_keep
 from tf1prune.plan.budget import cost_ratio_tensor
-from tf1prune.training import channel_params, importance
+from tf1prune.channels import importance
+from tf1prune.channels.importance import Touch
+from tf1prune.training import channel_params
 from tf1prune.training.coupled import warn_once as coupled_warn
-from tf1prune.training.importance import Touch
 
 __all__ = ['BudgetPlan', 'BudgetReport', 'Taylor', 'applied_gradients']
 
@@ -103,11 +104,6 @@ def _geometry(op):
                   tuple(attr('strides')[1:3]), padding,
                   tuple(attr('dilations')[1:3]), _activation(op),
                   (weight[2], outputs))
-
-
-def _amount(value, metric):
-  return ('%.4g ms' % value if metric == 'latency' else
-          '{:,}'.format(int(value)))
 
 
 def _has_bias(op):
@@ -161,28 +157,13 @@ class BudgetPlan(object):
       ValueError: no group to prune, a FLOPs budget on a layer whose output
         size is unknown, or a budget below what the kept minimums allow.
     """
-    self.items = list(items)
-    self.groups = [item.group for item in self.items]
-    if not self.items:
-      raise ValueError(
-          'budget %s: no channel group can be pruned: give the layers a '
-          'filter granularity (granularity_map=[.*:coupled_filter]) and leave '
-          'them out of do_not_prune; the warnings above say why each group '
-          'stays dense' % (self.budget,))
-    index = {id(g): i for i, g in enumerate(self.trace.groups)}
-    unit_index, self.offsets, total = {}, [], 0
-    for item in self.items:
-      position = index[id(item.group)]
-      self.offsets.append(total)
-      for unit in range(item.group.num_units):
-        unit_index[(position, unit)] = total + unit
-      total += item.group.num_units
-    self.unit_group = np.repeat(np.arange(len(self.items)),
-                                [g.num_units for g in self.groups])
+    self.units = BudgetUnits(self.budget, items, self.trace.groups)
+    self.items, self.groups = self.units.items, self.units.groups
+    self.offsets, self.unit_group = self.units.offsets, self.units.unit_group
     self.floors = self._floors()
     self._consumers = []
     self._raw = dict((r.masked_weight.name, r.weight) for r in self.records)
-    self.model = CostModel(total, self._layers(unit_index))
+    self.model = CostModel(self.units.num_units, self._layers())
     # What touches each unit: its members' filters, the next layers' inputs.
     self.touches = [
         Touch(t.record.name, t.record.masked_weight, m.axis,
@@ -204,19 +185,15 @@ class BudgetPlan(object):
         self.multiple = self.latency.table.step   # the runtime's channel step
     self.dense = self.cost_of(None)
     self.ratio = self.budget.ratio(self.dense)
-    least = self.cost_of(self._minimum_keep())
-    if least > self.ratio * self.dense:
-      raise ValueError(
-          'budget %s is below what the pruned model can cost: with every '
-          'group at its minimum (channel_group_min_channels=%d and 2 at '
-          'least, channel_group_multiple=%d%s) it costs %s %s, %.4f of the '
-          'dense %s; give a budget of at least %s:%.4f, or lower the '
-          'minimums' % (
-              self.budget, self.spec.channel_groups[1], self.multiple,
-              ', the limits of budget_sensitivity with budget_max_drop=%g'
-              % self.spec.budget_max_drop if self.spec.budget_sensitivity
-              else '', _amount(least, metric), metric, least / self.dense,
-              _amount(self.dense, metric), metric, least / self.dense))
+    self.budget.check_reachable(
+        self.cost_of(minimum_keep(self.unit_group, self.floors,
+                                  self.multiple)), self.dense,
+        'channel_group_min_channels=%d and 2 at least, '
+        'channel_group_multiple=%d%s' % (
+            self.spec.channel_groups[1], self.multiple,
+            ', the limits of budget_sensitivity with budget_max_drop=%g'
+            % self.spec.budget_max_drop if self.spec.budget_sensitivity
+            else ''))
     return self
 
   def cost_of(self, keep):
@@ -256,14 +233,10 @@ class BudgetPlan(object):
     return table
 
   def _floors(self):
-    """int [G]: the units each group keeps at least: its
-    `channel_group_min_channels`, raised to 2 (the shrink never narrows a
-    conv to one input and one output channel, which TF 2.x's oneDNN
-    kernels compute wrongly: it would keep a second one) and by the
-    sensitivity limits."""
-    least = max(self.spec.channel_groups[1], 2)
-    floors = np.array([min(least, g.num_units) for g in self.groups],
-                      np.int64)
+    """int [G]: the units each group keeps at least
+    (`tf1prune.masks.group_floors`), raised by the sensitivity limits."""
+    floors = group_floors([g.num_units for g in self.groups],
+                          self.spec.channel_groups[1])
     if self.spec.budget_sensitivity:
       # Imported here: the analysis itself runs a Pruning.
       from tf1prune.training import sensitivity
@@ -276,34 +249,12 @@ class BudgetPlan(object):
             group.num_units * (1.0 - fraction) - 1e-9)))
     return floors
 
-  def _minimum_keep(self):
-    multiple = self.multiple
-    keep = np.zeros(self.model.num_units)
-    for offset, group, least in zip(self.offsets, self.groups, self.floors):
-      least = min(-(-int(least) // multiple) * multiple, group.num_units)
-      keep[offset:offset + least] = 1.0
-    return keep
+  def _width(self, tensor):
+    shape = _static(tensor)
+    return self.units.width(self.trace.channels(tensor),
+                            shape[-1] if shape else None)
 
-  def _units(self, tensor, unit_index):
-    """int32 [C]: each channel's global unit, or -1."""
-    return np.array([-1 if c is None else unit_index.get(c, -1)
-                     for c in self.trace.channels(tensor)], np.int32)
-
-  def _width(self, tensor, unit_index):
-    channels = self.trace.channels(tensor)
-    if channels is None:
-      shape = _static(tensor)
-      return Width(shape[-1] if shape and shape[-1] is not None else 0, ())
-    fixed, counts = 0, collections.Counter()
-    for channel in channels:
-      unit = unit_index.get(channel) if channel is not None else None
-      if unit is None:
-        fixed += 1
-      else:
-        counts[unit] += 1
-    return Width(fixed, tuple(sorted(counts.items())))
-
-  def _layers(self, unit_index):
+  def _layers(self):
     """The `Layer`s of the forward graph, each weight's first use."""
     layers, seen = [], set()
     for op in GraphView(self.graph).walk_order():
@@ -323,12 +274,13 @@ class BudgetPlan(object):
       seen.add(source.name)
       shape = _static(op.inputs[1])
       out = _static(op.outputs[0])
-      inputs = self._width(op.inputs[0], unit_index)
+      inputs = self._width(op.inputs[0])
       if op.type != 'DepthwiseConv2dNative' and inputs.units:
         self._consumers.append(Touch(
-            op.name, op.inputs[1], -2, self._units(op.inputs[0], unit_index),
+            op.name, op.inputs[1], -2,
+            self.units.channel_units(self.trace.channels(op.inputs[0])),
             self._raw.get(op.inputs[1].name)))
-      outputs = self._width(op.outputs[0], unit_index)
+      outputs = self._width(op.outputs[0])
       bias = _has_bias(op)
       geometry = _geometry(op)
       if op.type == 'MatMul':
@@ -380,8 +332,7 @@ class BudgetPlan(object):
 
   def split(self, units):
     """The [U] tensor `units`, one piece per group."""
-    return [units[o:o + g.num_units] for o, g in zip(self.offsets,
-                                                     self.groups)]
+    return self.units.split(units)
 
   # ------------------------------------------------------------ importance
 
@@ -395,7 +346,7 @@ class BudgetPlan(object):
 
   def importance(self, criterion, params, taylor=None):
     """Float64 [U]: every unit's importance by `criterion` (l1, l2, taylor
-    or bn_scale; `tf1prune.training.importance`). `params`: the
+    or bn_scale; `tf1prune.channels.importance`). `params`: the
     `channel_params.find` of `owners()`; `taylor`: the `Taylor` averages."""
     if criterion == 'taylor':
       return taylor.scores()
@@ -439,7 +390,7 @@ def applied_gradients(graph):
 
 class Taylor(object):
   """Per touching weight, a moving average of `|sum(w * dL/dw)|` over each
-  of its channels (`tf1prune.training.importance`).
+  of its channels (`tf1prune.channels.importance`).
 
   Args:
     plan: the `BudgetPlan`.
@@ -493,73 +444,3 @@ class Taylor(object):
     """Float64 [U]: the averages summed per unit."""
     return importance.summed([(v.read_value(), u) for v, u in self._units],
                              self._plan.model.num_units)
-
-
-class BudgetReport(object):
-  """Where a budget pruned: per layer, widths and cost before and after.
-
-  Attributes:
-    budget: the `tf1prune.plan.budget.Budget`.
-    allowed: the cost the schedule allows now (the budget at its end).
-    rows: per layer of the cost model, (name, kind, (inputs before, after),
-      (outputs before, after), {metric: (before, after)}).
-  """
-
-  def __init__(self, plan, keep, allowed):
-    self.budget = plan.budget
-    self.allowed = float(allowed)
-    dense = np.ones(plan.model.num_units)
-    costs = {m: (plan.model.layer_costs(None, m),
-                 plan.model.layer_costs(keep, m)) for m in ('flops', 'params')}
-    self.metrics = ('flops', 'params')
-    if plan.latency is not None:
-      self.metrics += ('latency',)
-      times = [dict((name, ms) for name, _, ms in plan.latency.layer_ms(k))
-               for k in (dense, keep)]
-      costs['latency'] = tuple(
-          [(l.name, l.kind, t.get(l.name, 0.0)) for l in plan.model.layers]
-          for t in times)
-    self.rows = []
-    for index, layer in enumerate(plan.model.layers):
-      widths = [(int(w.value(dense)), int(w.value(keep)))
-                for w in (layer.inputs, layer.outputs)]
-      self.rows.append((layer.name, layer.kind, widths[0], widths[1], {
-          m: (costs[m][0][index][2], costs[m][1][index][2]) for m in costs}))
-
-  def total(self, metric, after=True):
-    """The model's cost in `metric` ('flops' or 'params')."""
-    return sum(row[4][metric][1 if after else 0] for row in self.rows)
-
-  def to_dict(self):
-    """The report as a JSON-serializable dict."""
-    return {
-        'budget': str(self.budget), 'allowed': self.allowed,
-        'layers': [dict([('name', n), ('kind', k), ('inputs', list(i)),
-                         ('outputs', list(o))] +
-                        [(m, list(c[m])) for m in self.metrics])
-                   for n, k, i, o, c in self.rows],
-        'totals': {m: [self.total(m, False), self.total(m)]
-                   for m in self.metrics}}
-
-  def format_table(self):
-    """The report as a text table."""
-    def arrow(pair, scale=int):
-      return '%s -> %s' % (count(scale(pair[0])), count(scale(pair[1])))
-    def ms(pair):
-      return '%.3f -> %.3f' % pair
-    latency = 'latency' in self.metrics
-    rows = [(name, kind, arrow(i), arrow(o), arrow(c['params']),
-             arrow(c['flops'])) + ((ms(c['latency']),) if latency else ())
-            for name, kind, i, o, c in self.rows]
-    total = ('total', '', '', '', arrow((self.total('params', False),
-                                         self.total('params'))),
-             arrow((self.total('flops', False), self.total('flops')))) + (
-                 (ms((self.total('latency', False),
-                      self.total('latency'))),) if latency else ())
-    out = table(('layer', 'kind', 'inputs', 'outputs', 'params', 'FLOPs') +
-                (('ms',) if latency else ()), rows, total)
-    metric = self.budget.kind
-    out.append('budget %s: %s x%.4f now allowed, x%.4f reached' % (
-        self.budget, metric, self.allowed / self.total(metric, False),
-        self.total(metric) / self.total(metric, False)))
-    return '\n'.join(out)

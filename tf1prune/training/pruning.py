@@ -511,7 +511,7 @@ class Pruning(object):
     return None if self.budget_plan() is None else self._budget_now[2]
 
   def budget_report(self, sess):
-    """The `tf1prune.training.budget.BudgetReport` of the current masks
+    """The `tf1prune.latency.budget_report.BudgetReport` of the current masks
     in `sess`: per layer, the widths and the cost before and after, and the
     cost the schedule allows at the current step.
 
@@ -523,7 +523,7 @@ class Pruning(object):
       raise ValueError('budget_report needs the budget hparam; this Pruning '
                        'has none (budget=%r)' % self._parsed.values()['budget'])
     units, allowed = sess.run(self._budget_now[:2])
-    return BudgetReport(plan, units, allowed)
+    return BudgetReport(plan.budget, plan.model, units, allowed, plan.latency)
 
   def importance_update_op(self):
     """The op that updates the `taylor` importance averages; run it in

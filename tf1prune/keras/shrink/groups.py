@@ -24,10 +24,10 @@ kernel, a `Conv2D` whose `groups` are its input channels) is a member of
 its input's group, its entries along the input-channel axis.
 """
 
-from tf1prune.channels.groups import GroupWalk
+from tf1prune.channels.groups import ChannelTrace, GroupWalk
 from tf1prune.keras.shrink.layer_view import LayerView
 
-__all__ = ['find_channel_groups', 'kernel_weights']
+__all__ = ['find_channel_groups', 'kernel_weights', 'trace_channel_groups']
 
 KERNELS = ('kernel', 'depthwise_kernel', 'pointwise_kernel')
 
@@ -49,6 +49,8 @@ def kernel_weights(model):
 def find_channel_groups(model, weights=None, view=None):
   """Returns the `ChannelGroup`s of `model`'s kernels.
 
+  The groups of `trace_channel_groups`.
+
   Args:
     model: a Sequential or functional Keras model.
     weights: [(name, layer, weight short name, variable)] of the members
@@ -63,6 +65,13 @@ def find_channel_groups(model, weights=None, view=None):
     ValueError: the model cannot be traced (subclassed, a layer called
       twice; see `layer_calls.trace`).
   """
+  return trace_channel_groups(model, weights, view).groups
+
+
+def trace_channel_groups(model, weights=None, view=None):
+  """Returns the `tf1prune.channels.groups.ChannelTrace` of `model`'s
+  kernels: their groups (`find_channel_groups`, same arguments), and the
+  group unit of each channel of the view's tensors."""
   view = view or LayerView(model)
   weights = kernel_weights(model) if weights is None else weights
   walk = GroupWalk(view, [w[0] for w in weights])
@@ -78,4 +87,4 @@ def find_channel_groups(model, weights=None, view=None):
       walk.produce(name, variable, member.axis, member.node,
                    int(variable.shape[member.axis]))
   walk.run()
-  return walk.groups()
+  return ChannelTrace(walk)
