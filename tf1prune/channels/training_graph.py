@@ -30,7 +30,8 @@ graph (the ops `tf.gradients` built left out), is the op table of
 - coupled: an element-wise op (`Add`, `Mul`, `Maximum`, `AddN`, ...) of
   tensors that all carry channels (a residual stream, an SE gate, `x *
   sigmoid(x)`); `ConcatV2` on the channel axis places its inputs' channels
-  at their offsets; a depthwise conv couples its filter `[:, :, c, :]` with
+  at their offsets, and `Split` / `SplitV` give each output the channels at
+  its offset; a depthwise conv couples its filter `[:, :, c, :]` with
   input channel c and spreads it over its `c * multiplier + m` outputs; a
   flatten into a dense layer ends there (the dense layer reads rows);
 - blocked: a channel added to a tensor that no masked weight produced (an

@@ -34,11 +34,12 @@ from tf1prune.export.shrink.frozen_graph import (attr_int, attr_str,
 
 Layer = collections.namedtuple('Layer', ['node', 'kind', 'weight'])
 # kind: a `tf1prune.channels` kind ('elementwise', 'pool', 'pad', 'reduce',
-# 'concat', 'depthwise', 'reshape', 'slice', 'spatial'); inputs: the indices
-# of the region's inputs; const: the per-channel const (elementwise), the
-# depthwise weight, the reshape target or a slice's end (size) on the
-# channel axis, else None; extra: as the `ChannelOp`'s (a slice's: its
-# [H, W] slices only); rule: its row.
+# 'concat', 'depthwise', 'reshape', 'slice', 'spatial', 'split'); inputs:
+# the indices of the region's inputs; output: its output (a split's first:
+# `outputs_of` gives them all); const: the per-channel const (elementwise),
+# the depthwise weight, the reshape target, a slice's end (size) on the
+# channel axis or a SplitV's size_splits, else None; extra: as the
+# `ChannelOp`'s (a slice's: its [H, W] slices only); rule: its row.
 # loose: the inputs of an element-wise op that it broadcasts over the
 # channels (a one-channel map that is not a constant: its values are not
 # known to the shrink).
@@ -217,6 +218,28 @@ def _slice(g, found):
   return Op('slice', node, [0], node.name, const, cuts, found.rule), None
 
 
+def _split(g, found):
+  """A Split's or SplitV's Op: its const is the size_splits of a SplitV
+  of the channel axis, which the shrink rewrites (a constant of its own)."""
+  node, (axis, rank, _) = found.node, found.extra
+  const = None
+  if node.op == 'SplitV' and axis == rank - 1:
+    const = g.exclusive_const(node, 1)
+    if const is None:
+      return None, ('only a SplitV whose size_splits is a constant of its '
+                    'own is shrunk')
+  return Op('split', node, found.inputs, node.name, const, found.extra,
+            found.rule), None
+
+
+def outputs_of(g, op):
+  """The tensors `op` writes: a split's outputs (`name`, `name:1`, ...),
+  else its one output."""
+  if op.kind == 'split':
+    return [g.key(t) for t in g.all_outputs(op.node)]
+  return [op.output]
+
+
 def classify(g, node):
   """Op for a node that keeps channels apart, or (None, why) otherwise: the
   row of `tf1prune.channels`' op table, and what the shrink needs of it
@@ -232,6 +255,8 @@ def classify(g, node):
     return _reshape(g, found, channels)
   if kind == 'slice':
     return _slice(g, found)
+  if kind == 'split':
+    return _split(g, found)
   if kind == 'depthwise':
     layer, why = _as_layer(g, node)
     if layer is None:

@@ -45,6 +45,7 @@ import collections
 import numpy as np
 
 from tf1prune.channels import Forward, UnionFind, rule_of
+from tf1prune.channels.propagate import split_parts
 # channel_const and find_layers are read from here too (rewrite, rounds).
 from tf1prune.export.shrink.editable import (  # noqa: F401
     channel_const, classify, find_layers, is_const, reads_batch_size_only,
@@ -169,9 +170,8 @@ class RegionWalk(Forward):
       self.seed(node.name, shape[-1])
       self._join([node.name])
     for tensor in [node.name] + self.g.inputs(node):
-      name, port = split_input(tensor)
-      if port == 0 and self.carries(name):
-        self.breaks.setdefault(name, why)
+      if self.carries(tensor):
+        self.breaks.setdefault(self.g.key(tensor), why)
 
   def takes(self, tensor):
     return not is_const(self.g, tensor)
@@ -182,6 +182,8 @@ class RegionWalk(Forward):
     return classify(self.g, node)
 
   def input_ids(self, node, tensor):
+    if self.carries(tensor):   # output 0, or a split's other outputs
+      return self.ids[self.g.key(tensor)]
     name, port = split_input(tensor)
     if port != 0:
       self._break(node, 'it reads an output other than 0')
@@ -200,22 +202,29 @@ class RegionWalk(Forward):
     self.why[node.name] = why
 
   def fits(self, node, found, out):
-    shape = self.g.shapes.get(node.name)
-    if out is None or not shape or shape[-1] != len(out):
+    outputs = self.g.all_outputs(node) if found.kind == 'split' else [
+        node.name]
+    parts = split_parts(found, out) if found.kind == 'split' and \
+        out is not None else [out]
+    shapes = [self.g.shape(t) for t in outputs]
+    if out is None or any(not shape or shape[-1] != len(part)
+                          for shape, part in zip(shapes, parts)):
       self._break(node, 'its channels do not line up')
       return False
     return True
 
   def visited(self, node, found):
     self.ops[node.name] = found
-    self._join([node.name] + [split_input(node.input[i])[0]
-                              for i in found.inputs])
+    outputs = self.g.all_outputs(node) if found.kind == 'split' else [
+        node.name]
+    self._join([self.g.key(t) for t in outputs] + [
+        self.g.key(node.input[i]) for i in found.inputs])
 
   def _members(self, start):
     if self._groups is None:
       self._groups = collections.defaultdict(list)
       for tensor in sorted(self._index, key=lambda t: self.position.get(
-          t, len(self.position))):
+          split_input(t)[0], len(self.position))):
         self._groups[self.tensors.find(self._index[tensor])].append(tensor)
     group = self._groups[self.tensors.find(self._index[start])]
     return [start] + [t for t in group if t != start]
@@ -251,15 +260,17 @@ class RegionWalk(Forward):
 
   def _uses(self, region, tensor):
     """Adds the sinks and pins of `tensor`'s producer and users."""
-    g, producer = self.g, self.g.nodes[tensor]
+    name, read = split_input(tensor)   # read: a split's output k
+    g, producer = self.g, self.g.nodes[name]
     if tensor in self.origins:
       self._pin(region, tensor, producer, 'its channels come from this %s, '
                 'which the shrink does not remove' % producer.op)
-    if tensor in g.outputs:
+    if name in g.outputs:
       self._pin(region, tensor, producer, 'it is a graph output')
-    for user, index, port in g.users.get(tensor, []):
-      if port != 0:
-        self._pin(region, tensor, user, 'an output other than 0 is used')
+    for user, index, port in g.users.get(name, []):
+      if port != read:
+        if g.key('%s:%d' % (name, port)) not in region.ids:   # a split's
+          self._pin(region, tensor, user, 'an output other than 0 is used')
         continue
       layer = self.layers.get(user.name)
       if layer is not None:

@@ -114,7 +114,7 @@ def rows_per_example(g, node):
   reshape = g.nodes.get(name)
   if port != 0 or reshape is None or reshape.op != 'Reshape':
     return 1
-  source = g.shapes.get(split_input(reshape.input[0])[0])
+  source = g.shapes.get(g.key(reshape.input[0]))
   out = g.shapes.get(name)
   if not source or not out or len(source) < 3 or len(out) != 2 or \
       source[-1] is None or out[-1] != source[-1]:
