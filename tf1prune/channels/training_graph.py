@@ -16,11 +16,13 @@ Removing output channel 5 of `a` only makes the network smaller if channel 5 of
 set of weights, and its `num_units` coupled channels are what filter pruning
 keeps or drops as one unit (`tf1prune.masks.coupled_filter_masks`).
 
-How channels are followed, from each masked weight that feeds a `Conv2D` or
-`MatMul` (its output channels are the last axis, NHWC; directly or through
-identities, casts and the `where` of `tf1prune.lock`), forward through the
-graph (the ops `tf.gradients` built left out), is the op table of
-`tf1prune.channels`, which the shrink uses too:
+How channels are followed, from each masked weight that feeds a `Conv2D`
+or `MatMul` (its output channels are the last axis, NHWC) or a transposed
+conv (`Conv2DBackpropInput`, filter `[kh, kw, out, in]`: its output
+channels are axis 2), directly or through identities, casts and the
+`where` of `tf1prune.lock`, forward through the graph (the ops
+`tf.gradients` built left out), is the op table of `tf1prune.channels`,
+which the shrink uses too:
 
 - kept per channel: bias adds, batch norm (fused, or `tf.nn` ops with
   per-channel statistics), activations, pools, pads, reductions over the
@@ -50,7 +52,7 @@ not followed.
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.channels.graph_view import GraphView
+from tf1prune.channels.graph_view import GraphView, is_gradient
 from tf1prune.channels.groups import ChannelGroup, GroupMember, GroupWalk
 from tf1prune.graph.masking import masked_weight_records
 
@@ -74,12 +76,27 @@ def _weight_uses(tensor):
     if tensor.name in seen:
       continue
     seen.add(tensor.name)
+    shape = tensor.get_shape().as_list()
     for op in tensor.consumers():
+      if is_gradient(op):
+        continue
       yield tensor, op
       out = op.outputs[0] if op.outputs else None
-      if (op.type in _PASS_WEIGHT and out is not None and
-          out.get_shape().as_list() == tensor.get_shape().as_list()):
+      if out is None:
+        continue
+      if op.type in _PASS_WEIGHT and out.get_shape().as_list() == shape:
         pending.append(out)
+
+
+# The layers whose weight (input 1) writes the channels of their output
+# along an axis: -1, or 2 for a transposed conv's `[kh, kw, out, in]`.
+_OUTPUT_AXIS = {'Conv2D': -1, 'MatMul': -1, 'Conv2DBackpropInput': 2}
+
+
+def _channels_last(op):
+  if op.type == 'MatMul':
+    return not op.get_attr('transpose_b')
+  return op.get_attr('data_format') in (b'NHWC', 'NHWC')
 
 
 def _register(walk, record):
@@ -89,11 +106,10 @@ def _register(walk, record):
       continue
     if op.type == 'DepthwiseConv2dNative':
       walk.depthwise(op, record.name, record.weight)
-    elif (op.type == 'Conv2D' and op.get_attr('data_format') in (b'NHWC',
-                                                                 'NHWC')) or (
-        op.type == 'MatMul' and not op.get_attr('transpose_b')):
-      walk.produce(record.name, record.weight, -1, op.outputs[0],
-                   _static_dims(record.weight)[-1])
+    elif op.type in _OUTPUT_AXIS and _channels_last(op):
+      axis = _OUTPUT_AXIS[op.type]
+      walk.produce(record.name, record.weight, axis, op.outputs[0],
+                   _static_dims(record.weight)[axis])
 
 
 class ChannelTrace(object):
@@ -139,8 +155,8 @@ def find_channel_groups(graph=None, records=None):
   Args:
     graph: a `tf.Graph`; default: the default graph.
     records: the `MaskedWeight`s to consider; default: all of `graph`'s.
-      Weights that feed no `Conv2D`, `MatMul` or depthwise conv (NHWC, no
-      transposed operand) belong to no group.
+      Weights that feed no `Conv2D`, `MatMul`, transposed conv or
+      depthwise conv (NHWC, no transposed operand) belong to no group.
 
   Returns:
     A list of `ChannelGroup`, members and groups in the order of `records`.

@@ -15,8 +15,10 @@ between them whose per-channel parameters are constants of their own.
     >>> classify(view, view.nodes['b'])[0].kind
     'elementwise'
 
-`find_layers` gives the Conv2D, MatMul and depthwise convs whose weight is a
-constant used by that layer only (NHWC, not transposed); `classify` gives
+`find_layers` gives the Conv2D, MatMul, depthwise convs and transposed
+convs (`Conv2DBackpropInput`, whose output shape constant the shrink
+rewrites) whose weight is a constant used by that layer only (NHWC, MatMul
+not transposed); `classify` gives
 an op's row of `tf1prune.channels`' table (`Op`) when the shrink can edit
 it: its per-channel parameter (`channel_const`) and a Reshape's target must
 be constants used by that op only (or `[tf.shape(x)[0], -1]`).
@@ -32,7 +34,32 @@ from tf1prune.channels import classify as classify_channels
 from tf1prune.export.shrink.frozen_graph import (attr_int, attr_str,
                                                  split_input)
 
-Layer = collections.namedtuple('Layer', ['node', 'kind', 'weight'])
+
+class Layer(collections.namedtuple('Layer', ['node', 'kind', 'weight'])):
+  """A layer the shrink edits: its node, kind ('conv', 'dense',
+  'depthwise' or 'conv_transpose') and weight (a Const's name)."""
+
+  @property
+  def data(self):
+    """The index of its data input (a transposed conv's is 2)."""
+    return 2 if self.kind == 'conv_transpose' else 0
+
+  @property
+  def in_axis(self):
+    """The weight axis of its input channels (a transposed conv's filter
+    is `[kh, kw, out, in]`)."""
+    return -1 if self.kind == 'conv_transpose' else -2
+
+  @property
+  def out_axis(self):
+    """The weight axis of its output channels."""
+    return -2 if self.kind == 'conv_transpose' else -1
+
+  @property
+  def rank(self):
+    """The rank of its weight and of its data input."""
+    return 2 if self.kind == 'dense' else 4
+
 # kind: a `tf1prune.channels` kind ('elementwise', 'pool', 'pad', 'reduce',
 # 'concat', 'depthwise', 'reshape', 'slice', 'spatial', 'split'); inputs:
 # the indices of the region's inputs; output: its output (a split's first:
@@ -47,12 +74,33 @@ Op = collections.namedtuple('Op', ['kind', 'node', 'inputs', 'output',
                                    'const', 'extra', 'rule', 'loose'],
                             defaults=[()])
 _KINDS = {'Conv2D': 'conv', 'MatMul': 'dense',
-          'DepthwiseConv2dNative': 'depthwise'}
+          'DepthwiseConv2dNative': 'depthwise',
+          'Conv2DBackpropInput': 'conv_transpose'}
+
+
+def output_sizes(g, node):
+  """The Const that holds the output channel count of transposed conv
+  `node`: its `input_sizes` `[N, H, W, C]`, or the last entry of the `Pack`
+  it reads (`tf.stack([tf.shape(x)[0], H, W, C])`), a constant of its own;
+  else None."""
+  const = g.exclusive_const(node, 0)
+  if const is not None:
+    return const if g.value(const).shape == (4,) else None
+  name, port = split_input(node.input[0])
+  pack = g.nodes.get(name)
+  users = g.consumers(name) if pack is not None else None
+  if port or pack is None or pack.op != 'Pack' or len(g.inputs(pack)) != 4 \
+      or not users or [u.name for u, _ in users] != [node.name] or \
+      name in g.outputs:
+    return None
+  const = g.exclusive_const(pack, 3)
+  return const if const is not None and g.value(const).shape == () else None
 
 
 def _as_layer(g, node):
-  """(Layer, None) for a Conv2D/MatMul/depthwise with its own const weight,
-  (None, why) for one that is not shrunk, (None, None) for other ops."""
+  """(Layer, None) for a Conv2D/MatMul/depthwise/Conv2DBackpropInput with
+  its own const weight, (None, why) for one that is not shrunk, (None,
+  None) for other ops."""
   kind = _KINDS.get(node.op)
   if kind is None:
     return None, None
@@ -64,16 +112,20 @@ def _as_layer(g, node):
   weight = g.exclusive_const(node, 1)
   if weight is None:
     return None, 'its weight is not a constant used by this layer only'
-  if g.value(weight).ndim != (2 if kind == 'dense' else 4):
+  layer = Layer(node, kind, weight)
+  if g.value(weight).ndim != layer.rank:
     return None, 'unexpected weight rank'
+  if kind == 'conv_transpose' and output_sizes(g, node) is None:
+    return None, ('its output shape (input_sizes) is not a constant of its '
+                  'own: the shrink cannot write its kept channel count')
   if kind == 'conv':
     # A grouped Conv2D: its filter holds in_channels / groups input
     # channels, and TF derives the groups from the two widths.
     source = g.shape(g.inputs(node)[0])
     if source and source[-1] is not None and \
-        source[-1] != g.value(weight).shape[2]:
+        source[-1] != g.value(weight).shape[layer.in_axis]:
       return None, 'grouped convolutions are not shrunk'
-  return Layer(node, kind, weight), None
+  return layer, None
 
 
 def find_layers(g):

@@ -274,8 +274,7 @@ class RegionWalk(Forward):
         continue
       layer = self.layers.get(user.name)
       if layer is not None:
-        if index != 0 or static_rank(g, tensor) != (4 if layer.kind == 'conv'
-                                              else 2):
+        if index != layer.data or static_rank(g, tensor) != layer.rank:
           self._pin(region, tensor, user,
                     'it is not the data input of this layer')
         elif (layer, tensor) not in region.sinks:

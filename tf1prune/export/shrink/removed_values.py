@@ -78,8 +78,10 @@ def empty_filters(g, layer):
   """bool [O]: the outputs of `layer` whose weights on its data inputs (the
   extra channels left out) are all zero."""
   weight = g.value(layer.weight)
-  if layer.kind != 'dense':
-    weight = weight[:, :, :weight.shape[2] - extra_count(g, layer)]
+  count = extra_count(g, layer)
+  if count:   # a conv's
+    weight = weight[:, :, :weight.shape[2] - count]
+  weight = np.moveaxis(weight, layer.out_axis, -1)
   return ~weight.reshape(-1, weight.shape[-1]).any(axis=0)
 
 
@@ -99,7 +101,7 @@ def _extra_value(g, layer):
   weight = g.value(layer.weight)
   count = extra_count(g, layer)
   if not count:
-    return np.zeros((1, 1, weight.shape[-1]))
+    return np.zeros((1, 1, weight.shape[layer.out_axis]))
   size = spatial_size(g, layer.node.input[0])
   pads = layer_pads(g, layer.node, weight.shape[:2])
   if size is None and pads is not None and not np.any(pads) and all(

@@ -43,7 +43,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tf1prune.export.shrink import lrn, split
-from tf1prune.export.shrink.editable import outputs_of
+from tf1prune.export.shrink.editable import output_sizes, outputs_of
 from tf1prune.export.shrink.border_maps import (drop_map_outputs, own_bias,
                                                 record_map, takes_map)
 from tf1prune.export.shrink.frozen_graph import attr_ints, split_input
@@ -282,6 +282,8 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
   for c in unknown:
     block.setdefault(c, ('', '', 'its value varies per example'))
   for layer, tensor in region.sinks:
+    if layer.kind == 'conv_transpose':
+      _zero_only(layer, classes[tensor], values[tensor], block)
     if layer.kind != 'conv':
       continue
     value = values[tensor]
@@ -311,6 +313,27 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
       _keep_some(g, tensor, classes[tensor], goes, block)
     if len(block) == count:
       return block, set(c for c in goes if c not in block)
+
+
+def _zero_only(layer, classes, value, block):
+  """Keeps the channels that a transposed conv reads whose constant is
+  not 0: what they give its outputs is not followed."""
+  for c in classes[np.any(value, axis=(0, 1))]:
+    block.setdefault(c, (layer.node.name, layer.node.op, (
+        '%s is a %s: only channels whose constant is 0 are removed before '
+        'it' % (layer.node.name, layer.node.op))))
+
+
+def _write_output_channels(g, layer, kept):
+  """Writes `kept` as the channel count of transposed conv `layer`'s
+  output shape (`editable.output_sizes`)."""
+  const = output_sizes(g, layer.node)
+  value = g.value(const).copy()
+  if value.ndim:
+    value[-1] = kept
+  else:
+    value = np.asarray(kept, value.dtype)
+  g.set_value(const, value)
 
 
 def _keep_some(g, tensor, classes, goes, block):
@@ -450,13 +473,15 @@ def shrink_region(g, region, fold_borders, position=None, objective='flops'):
     keep = ~mask[layer.node.name] if layer.node.name in sources else None
     extra = _sink_update(g, layer, values[tensor][..., rows], rows, keep,
                          objective)
-    _delete(g, layer.weight, mask[tensor], axis=-2)
+    _delete(g, layer.weight, mask[tensor], axis=layer.in_axis)
     if extra is not None:
       g.folded.setdefault(layer.node.name, []).extend(
           append_channels(g, layer, *extra))
   for layer in region.sources:
-    _delete(g, layer.weight, mask[layer.node.name])
+    _delete(g, layer.weight, mask[layer.node.name], axis=layer.out_axis)
     drop_map_outputs(g, layer, mask[layer.node.name])
+    if layer.kind == 'conv_transpose':
+      _write_output_channels(g, layer, int((~mask[layer.node.name]).sum()))
   for op in region.ops:
     if op.kind == 'elementwise' and op.const is not None:
       _delete(g, op.const, mask[op.output])

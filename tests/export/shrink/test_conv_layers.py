@@ -1,0 +1,110 @@
+"""shrink_graph_def with transposed convs (U-Net decoders) as layers: their
+filters lose the removed channels on both sides, and the report counts them
+as the shapes say."""
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tests.support.graphs import const
+from tests.support.shrunk_graphs import glorot, is_documented, shrink_same
+
+
+def _biases(seed, count, negative=()):
+  """float32 [count] from TF's truncated normal initializer, |b| > 0.1,
+  the `negative` ones below 0 (relu makes their channel 0)."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    b = sess.run(tf.truncated_normal_initializer(seed=seed)([count]))
+  b = np.abs(b) + 0.1
+  b[list(negative)] *= -1.0
+  return b.astype(np.float32)
+
+
+def _relu_bias(h, seed, negative=()):
+  count = h.shape.as_list()[-1]
+  return tf.nn.relu(tf.nn.bias_add(h, const(_biases(seed, count, negative))))
+
+
+def _feed(shape, seed=0):
+  return np.random.RandomState(seed).randn(*shape).astype(np.float32)
+
+
+def _layers(report):
+  return dict((l.name, l) for l in report.layers)
+
+
+def _consts(graph_def):
+  return dict((n.name, tf.make_ndarray(n.attr['value'].tensor))
+              for n in graph_def.node if n.op == 'Const')
+
+
+def _decoder(batch, sizes):
+  """conv1 (3x3, 3 -> 8, 4x4) -> relu -> up (3x3 stride 2 transposed conv,
+  8 -> 6, 8x8) -> relu -> y (3x3, 6 -> 4): conv1's empty filters 1 (0
+  after the relu) and 4 (a constant that is not 0), up's 2 (0 after the
+  relu) and 5 (not 0)."""
+  w1, wu, wy = glorot(1, [3, 3, 3, 8], [3, 3, 6, 8], [3, 3, 6, 4])
+  w1[..., [1, 4]] = 0.0
+  wu[:, :, [2, 5], :] = 0.0
+  x = tf.placeholder(tf.float32, [batch, 4, 4, 3], name='x')
+  h = _relu_bias(tf.nn.conv2d(x, const(w1), [1] * 4, 'SAME', name='conv1'),
+                 2, negative=[1])
+  shape = sizes(h)
+  up = tf.nn.conv2d_transpose(h, const(wu), shape, [1, 2, 2, 1], 'SAME',
+                              name='up')
+  up = _relu_bias(up, 3, negative=[2])
+  tf.nn.conv2d(up, const(wy), [1] * 4, 'SAME', name='y')
+
+
+_SIZES = {
+    # A static output shape: input_sizes is a constant [N, H, W, C].
+    'const': (2, lambda h: [2, 8, 8, 6]),
+    # tf.stack([tf.shape(x)[0], H, W, C]): a Pack whose last entry is one.
+    'stack': (None, lambda h: tf.stack([tf.shape(h)[0], 8, 8, 6])),
+}
+
+
+@pytest.mark.parametrize('how', sorted(_SIZES))
+def test_a_transposed_conv_loses_output_channels_and_zero_input_channels(how):
+  batch, sizes = _SIZES[how]
+  _decoder(batch, sizes)
+  small, report = shrink_same(_feed([2, 4, 4, 3]))
+  layers = _layers(report)
+  up = layers['up']
+  assert (up.op, up.inputs_before, up.inputs_after, up.outputs_before,
+          up.outputs_after) == ('Conv2DBackpropInput', 8, 7, 6, 4)
+  assert layers['conv1'].outputs_after == 7
+  assert layers['y'].inputs_after == 4
+  why = ('up is a Conv2DBackpropInput: only channels whose constant is 0 '
+         'are removed before it')
+  assert [(s.layer, s.node, s.reason, s.channels) for s in report.stops] == [
+      ('conv1', 'up', why, 1)]
+  assert is_documented(why)
+  # Its FLOPs: the whole filter at each of its input's 4 x 4 positions.
+  assert (up.params_after, up.flops_after) == (3 * 3 * 4 * 7 + 4,
+                                               2 * 4 * 4 * 3 * 3 * 4 * 7)
+  assert (up.params_before, up.flops_before) == (3 * 3 * 6 * 8 + 6,
+                                                 2 * 4 * 4 * 3 * 3 * 6 * 8)
+  (node,) = [n for n in small.node if n.name == 'up']
+  sizes = _consts(small)
+  if how == 'const':
+    assert sizes[node.input[0]].tolist() == [2, 8, 8, 4]
+  else:
+    pack = [n for n in small.node if n.name == node.input[0].split(':')[0]]
+    assert sizes[pack[0].input[3]].tolist() == 4
+
+
+def test_a_transposed_conv_whose_output_shape_is_computed_is_not_a_layer():
+  w1, wu = glorot(4, [3, 3, 3, 8], [3, 3, 6, 8])
+  w1[..., [1]] = 0.0
+  x = tf.placeholder(tf.float32, [None, 4, 4, 3], name='x')
+  h = tf.nn.relu(tf.nn.conv2d(x, const(w1), [1] * 4, 'SAME', name='conv1'))
+  shape = tf.shape(x) * tf.constant([1, 2, 2, 2])   # [N, 8, 8, 6]
+  tf.nn.conv2d_transpose(h, const(wu), shape, [1, 2, 2, 1], 'SAME',
+                         name='y')
+  _, report = shrink_same(_feed([2, 4, 4, 3]))
+  why = ('its output shape (input_sizes) is not a constant of its own: the '
+         'shrink cannot write its kept channel count')
+  assert report.skipped == [('y', 'Conv2DBackpropInput', why)]
+  assert _layers(report)['conv1'].outputs_after == 8
+
