@@ -1,12 +1,14 @@
 """find_channel_groups and the budget's cost model with transposed convs
-(U-Net decoders): one starts channels as a Conv2D does (on its filter's
-axis 2), and the budget counts it as the shrink reports it."""
+(U-Net decoders), Conv3D and 1-D convs: each starts channels as a Conv2D
+does, and the budget counts it as the shrink reports it."""
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
 import tf1prune
+from tf1prune.channels import GraphView, classify
+from tests.support.shrunk_graphs import is_documented
 
 
 def _masked(scope, shape):
@@ -37,6 +39,27 @@ def _unet(size=8):
   return x, tf.identity(y, name='output')
 
 
+def _conv3d(size=6):
+  x = tf.placeholder(tf.float32, [None, 4, size, size, 3], name='x')
+  a = tf.nn.relu(tf.nn.conv3d(x, _masked('a', [3, 3, 3, 3, 8]), [1] * 5,
+                              'SAME'))
+  b = tf.nn.conv3d(a, _masked('b', [1, 3, 3, 8, 6]), [1, 1, 2, 2, 1],
+                   'VALID')
+  c = tf.nn.conv3d(x, _masked('c', [1, 1, 1, 3, 6]), [1, 1, 3, 3, 1],
+                   'VALID')
+  y = tf.nn.conv3d(tf.nn.relu(b + c), _masked(
+      'y', [1, 1, 1, 6, 10]), [1] * 5, 'SAME')
+  return x, tf.identity(y, name='output')
+
+
+def _conv1d(size=16):
+  x = tf.placeholder(tf.float32, [None, size, 3], name='x')
+  a = tf.nn.relu(tf.nn.conv1d(x, _masked('a', [5, 3, 8]), 1, 'SAME'))
+  b = tf.nn.conv1d(a, _masked('b', [3, 8, 8]), 1, 'SAME')
+  y = tf.nn.conv1d(tf.nn.relu(a + b), _masked('y', [1, 8, 10]), 2, 'SAME')
+  return x, tf.identity(y, name='output')
+
+
 def test_a_transposed_conv_ties_its_filter_axis_2_to_the_skip_it_is_added_to():
   _unet()
   assert _summary(tf1prune.find_channel_groups()) == [
@@ -45,14 +68,46 @@ def test_a_transposed_conv_ties_its_filter_axis_2_to_the_skip_it_is_added_to():
       (['y/weights'], [-1], 10, False)]
 
 
+def test_conv3d_layers_start_channels_and_a_residual_ties_them():
+  _conv3d()
+  assert _summary(tf1prune.find_channel_groups()) == [
+      (['a/weights'], [-1], 8, False),
+      (['b/weights', 'c/weights'], [-1, -1], 6, False),
+      (['y/weights'], [-1], 10, False)]
+
+
+def test_a_1d_conv_is_a_layer_through_its_expand_dims_and_squeeze():
+  _conv1d()
+  assert _summary(tf1prune.find_channel_groups()) == [
+      (['a/weights', 'b/weights'], [-1, -1], 8, False),
+      (['y/weights'], [-1], 10, False)]
+
+
+def test_an_expand_dims_of_the_channel_axis_ends_the_channels_and_says_so():
+  x = tf.placeholder(tf.float32, [2, 4, 6])
+  a = tf.nn.conv1d(x, _masked('a', [1, 6, 5]), 1, 'SAME')
+  wide = tf.expand_dims(a, -1)
+  found, why = classify(GraphView(tf.get_default_graph()), wide.op,
+                        lambda t: True)
+  assert found is None
+  assert why == ('the ExpandDims to [2, 4, 5, 1] does not keep whole '
+                 'channels (only NHWC to rows [N, K], or a reshape that '
+                 'keeps the last axis: [N, C] <-> [N, 1, 1, C], [N, H, W, C] '
+                 '<-> [N * H * W, C])')
+  assert is_documented(why)
+
+
 _HPARAMS = ('budget=%s,begin_pruning_step=0,pruning_frequency=1,'
             'sparsity_function_begin_step=0,sparsity_function_end_step=3,'
             'budget_criterion=l2')
-_NETS = {'unet': (_unet, [2, 8, 8, 3])}
+_NETS = {'unet': (_unet, [2, 8, 8, 3]), 'conv3d': (_conv3d, [2, 4, 6, 6, 3]),
+         'conv1d': (_conv1d, [2, 16, 3])}
 
 
 @pytest.mark.parametrize('net,budget', [('unet', 'flops:0.5'),
-                                        ('unet', 'params:0.6')])
+                                        ('unet', 'params:0.6'),
+                                        ('conv3d', 'flops:0.5'),
+                                        ('conv1d', 'params:0.5')])
 def test_the_budget_counts_these_layers_as_the_shrink_report_does(net,
                                                                   budget):
   build, shape = _NETS[net]

@@ -23,8 +23,8 @@ A `Rule` per op type says two things:
   `ResizeBilinear`, `ResizeNearestNeighbor`), `split` (`Split` or
   `SplitV`: output k takes the channels at its offset, the inverse of a
   concat; split on another axis, each output takes every channel whole),
-  `identity_n`, `layer` (a Conv2D, MatMul or transposed conv: where
-  channels start and end), or `stop` (`why`);
+  `identity_n`, `layer` (a Conv2D, MatMul, transposed conv or Conv3D:
+  where channels start and end), or `stop` (`why`);
 - how a channel that is constant per example goes through it (`value`): a
   NumPy function `value(attr, *inputs)` of the float64 constants (for
   `reduce`: `value(x, positions)` of the `[H, W, C]` or `[1, 1, C]` value
@@ -224,6 +224,7 @@ RULES = {
     'Conv2D': _row('layer'),
     'MatMul': _row('layer'),
     'Conv2DBackpropInput': _row('layer'),   # a transposed conv
+    'Conv3D': _row('layer'),
     # Ops that mix channels.
     # Normalization over a band of channels: a channel that is 0 there adds
     # nothing to its neighbours' sums, so it can go if the LRN is rewritten

@@ -16,12 +16,13 @@ Removing output channel 5 of `a` only makes the network smaller if channel 5 of
 set of weights, and its `num_units` coupled channels are what filter pruning
 keeps or drops as one unit (`tf1prune.masks.coupled_filter_masks`).
 
-How channels are followed, from each masked weight that feeds a `Conv2D`
-or `MatMul` (its output channels are the last axis, NHWC) or a transposed
-conv (`Conv2DBackpropInput`, filter `[kh, kw, out, in]`: its output
-channels are axis 2), directly or through identities, casts and the
-`where` of `tf1prune.lock`, forward through the graph (the ops
-`tf.gradients` built left out), is the op table of `tf1prune.channels`,
+How channels are followed, from each masked weight that feeds a `Conv2D`,
+`Conv3D` or `MatMul` (its output channels are the last axis, NHWC or
+NDHWC), or a transposed conv (`Conv2DBackpropInput`, filter `[kh, kw, out,
+in]`: its output channels are axis 2), or a 1-D conv (`tf.nn.conv1d`: its
+filter goes through an `ExpandDims`), directly or through identities,
+casts and the `where` of `tf1prune.lock`, forward through the graph (the
+ops `tf.gradients` built left out), is the op table of `tf1prune.channels`,
 which the shrink uses too:
 
 - kept per channel: bias adds, batch norm (fused, or `tf.nn` ops with
@@ -69,7 +70,9 @@ _PASS_WEIGHT = frozenset(['Identity', 'Select', 'SelectV2', 'Cast'])
 
 def _weight_uses(tensor):
   """Yields (tensor, consumer) from a masked weight through the ops that keep
-  its shape: identities, casts and the `where` of `tf1prune.lock`."""
+  its shape: identities, casts and the `where` of `tf1prune.lock`, and the
+  `ExpandDims` of a leading axis by which `tf.nn.conv1d` makes its filter
+  `[k, in, out]` a Conv2D's `[1, k, in, out]`."""
   pending, seen = [tensor], set()
   while pending:
     tensor = pending.pop()
@@ -84,19 +87,21 @@ def _weight_uses(tensor):
       out = op.outputs[0] if op.outputs else None
       if out is None:
         continue
-      if op.type in _PASS_WEIGHT and out.get_shape().as_list() == shape:
+      if (op.type in _PASS_WEIGHT and out.get_shape().as_list() == shape) or (
+          op.type == 'ExpandDims' and out.get_shape().as_list() == [1] + shape):
         pending.append(out)
 
 
 # The layers whose weight (input 1) writes the channels of their output
 # along an axis: -1, or 2 for a transposed conv's `[kh, kw, out, in]`.
-_OUTPUT_AXIS = {'Conv2D': -1, 'MatMul': -1, 'Conv2DBackpropInput': 2}
+_OUTPUT_AXIS = {'Conv2D': -1, 'Conv3D': -1, 'MatMul': -1,
+                'Conv2DBackpropInput': 2}
 
 
 def _channels_last(op):
   if op.type == 'MatMul':
     return not op.get_attr('transpose_b')
-  return op.get_attr('data_format') in (b'NHWC', 'NHWC')
+  return op.get_attr('data_format') in (b'NHWC', 'NHWC', b'NDHWC', 'NDHWC')
 
 
 def _register(walk, record):
@@ -155,8 +160,9 @@ def find_channel_groups(graph=None, records=None):
   Args:
     graph: a `tf.Graph`; default: the default graph.
     records: the `MaskedWeight`s to consider; default: all of `graph`'s.
-      Weights that feed no `Conv2D`, `MatMul`, transposed conv or
-      depthwise conv (NHWC, no transposed operand) belong to no group.
+      Weights that feed no `Conv2D`, `Conv3D`, `MatMul`, transposed conv
+      or depthwise conv (NHWC or NDHWC, no transposed operand) belong to
+      no group.
 
   Returns:
     A list of `ChannelGroup`, members and groups in the order of `records`.

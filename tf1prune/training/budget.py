@@ -61,7 +61,7 @@ from tf1prune.training.importance import Touch
 __all__ = ['BudgetPlan', 'BudgetReport', 'Taylor', 'applied_gradients']
 
 _LAYERS = ('Conv2D', 'DepthwiseConv2dNative', 'MatMul', 'LRN',
-           'Conv2DBackpropInput')
+           'Conv2DBackpropInput', 'Conv3D')
 # A transposed conv reads its data at input 2, and its filter `[kh, kw, out,
 # in]` holds its input channels on its last axis.
 _DATA = {'Conv2DBackpropInput': 2}
@@ -323,15 +323,15 @@ class BudgetPlan(object):
       if (op.type == 'MatMul' and (op.get_attr('transpose_a') or
                                    op.get_attr('transpose_b'))) or (
           op.type != 'MatMul' and op.get_attr('data_format') not in (
-              b'NHWC', 'NHWC')):
+              b'NHWC', 'NHWC', b'NDHWC', 'NDHWC')):
         continue
       seen.add(source.name)
       layers.append(self._layer(op, unit_index))
     return layers
 
   def _layer(self, op, unit_index):
-    """The `Layer` of a conv, depthwise conv, transposed conv or MatMul
-    `op` (the shrink report's count, `tf1prune.channels.cost`)."""
+    """The `Layer` of a conv, depthwise conv, transposed conv, Conv3D or
+    MatMul `op` (the shrink report's count, `tf1prune.channels.cost`)."""
     shape = _static(op.inputs[1])
     data = op.inputs[_DATA.get(op.type, 0)]
     inputs = self._width(data, unit_index)

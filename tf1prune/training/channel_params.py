@@ -44,10 +44,11 @@ from tf1prune.graph.masking import graph_variables
 __all__ = ['Owner', 'find', 'owner_of_group', 'zero_op']
 
 VARIABLES = frozenset(['VariableV2', 'Variable', 'VarHandleOp'])
+# ExpandDims: tf.nn.conv1d's filter.
 _THROUGH = frozenset(['Identity', 'ReadVariableOp', 'Cast', 'Mul', 'Select',
-                      'SelectV2', 'Enter'])
+                      'SelectV2', 'Enter', 'ExpandDims'])
 LAYERS = frozenset(['Conv2D', 'DepthwiseConv2dNative', 'MatMul',
-                    'Conv2DBackpropInput'])
+                    'Conv2DBackpropInput', 'Conv3D'])
 BATCH_NORMS = frozenset(['FusedBatchNorm', 'FusedBatchNormV2',
                          'FusedBatchNormV3'])
 BIAS_ADDS = frozenset(['BiasAdd', 'BiasAddV1', 'Add', 'AddV2'])
@@ -158,7 +159,8 @@ def _layer_ops(record):
         continue
       if op.type in LAYERS and len(op.inputs) > 1 and op.inputs[1] is tensor:
         found.append(op)
-      elif op.type in ('Identity', 'Cast', 'Select', 'SelectV2'):
+      elif op.type in ('Identity', 'Cast', 'Select', 'SelectV2',
+                       'ExpandDims'):
         pending.append(op.outputs[0])
   return found
 

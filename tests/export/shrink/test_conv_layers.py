@@ -1,6 +1,6 @@
-"""shrink_graph_def with transposed convs (U-Net decoders) as layers: their
-filters lose the removed channels on both sides, and the report counts them
-as the shapes say."""
+"""shrink_graph_def with transposed convs (U-Net decoders), Conv3D and 1-D
+convs as layers: their filters lose the removed channels, and the report
+counts them as the shapes say."""
 
 import numpy as np
 import pytest
@@ -108,3 +108,63 @@ def test_a_transposed_conv_whose_output_shape_is_computed_is_not_a_layer():
   assert report.skipped == [('y', 'Conv2DBackpropInput', why)]
   assert _layers(report)['conv1'].outputs_after == 8
 
+
+def test_conv3d_layers_lose_empty_filters_and_keep_what_they_cannot_fold():
+  wa, wb, wy = glorot(5, [3, 3, 3, 3, 8], [1, 3, 3, 8, 6], [1, 1, 1, 6, 4])
+  wa[..., [1, 4]] = 0.0   # relu(b) is 0 for 1, not for 4
+  wb[..., [0, 3]] = 0.0   # both 0 after the relu
+  x = tf.placeholder(tf.float32, [None, 4, 6, 6, 3], name='x')
+  a = _relu_bias(tf.nn.conv3d(x, const(wa), [1] * 5, 'SAME', name='a'), 6,
+                 negative=[1])
+  b = _relu_bias(tf.nn.conv3d(a, const(wb), [1] * 5, 'SAME', name='b'), 7,
+                 negative=[0, 3])
+  tf.nn.conv3d(b, const(wy), [1] * 5, 'SAME', name='y')
+  _, report = shrink_same(_feed([2, 4, 6, 6, 3]))
+  layers = _layers(report)
+  assert [(layers[n].inputs_after, layers[n].outputs_after)
+          for n in ('a', 'b', 'y')] == [(3, 7), (7, 4), (4, 4)]
+  why = 'b is a Conv3D: only channels whose constant is 0 are removed before it'
+  assert [(s.layer, s.node, s.reason, s.channels) for s in report.stops] == [
+      ('a', 'b', why, 1)]
+  positions = 4 * 6 * 6
+  assert report.flops_after == 2 * positions * (27 * 3 * 7 + 9 * 7 * 4 +
+                                                4 * 4)
+  assert report.params_after == (27 * 3 * 7 + 7) + (9 * 7 * 4 + 4) + 4 * 4
+
+
+def test_1d_convs_shrink_through_their_expand_dims_and_squeeze():
+  wa, wb, wy = glorot(8, [5, 3, 8], [3, 8, 6], [1, 6, 4])
+  wa[..., [1, 4]] = 0.0
+  wb[..., [2]] = 0.0
+  x = tf.placeholder(tf.float32, [None, 16, 3], name='x')
+  a = _relu_bias(tf.nn.conv1d(x, const(wa), 1, 'SAME', name='a'), 9,
+                 negative=[1, 4])
+  b = _relu_bias(tf.nn.conv1d(a, const(wb), 1, 'SAME', name='b'), 10,
+                 negative=[2])
+  tf.identity(tf.nn.conv1d(b, const(wy), 1, 'SAME', name='c'), name='y')
+  small, report = shrink_same(_feed([2, 16, 3]))
+  layers = _layers(report)
+  assert [(layers[n].inputs_after, layers[n].outputs_after) for n in (
+      'a', 'b', 'c')] == [(3, 6), (6, 5), (5, 4)]
+  assert report.stops == []
+  assert report.flops_after == 2 * 16 * (5 * 3 * 6 + 3 * 6 * 5 + 5 * 4)
+  # Weights only: the bias comes after the Squeeze, not right after the
+  # Conv2D, and the report (as the budget) counts a bias right after it.
+  assert report.params_after == 5 * 3 * 6 + 3 * 6 * 5 + 5 * 4
+  assert sorted(n.op for n in small.node if n.op in (
+      'ExpandDims', 'Squeeze')) == ['ExpandDims'] * 3 + ['Squeeze'] * 3
+
+
+def test_an_expand_dims_of_the_channel_axis_is_a_stop_that_says_so():
+  wa, wy = glorot(11, [3, 3, 6], [1, 1, 1, 2])
+  wa[..., [0, 5]] = 0.0
+  x = tf.placeholder(tf.float32, [None, 8, 3], name='x')
+  a = tf.nn.relu(tf.nn.conv1d(x, const(wa), 1, 'SAME', name='a'))
+  tf.nn.conv2d(tf.expand_dims(a, -1), const(wy), [1] * 4, 'SAME', name='y')
+  _, report = shrink_same(_feed([2, 8, 3]))
+  why = ('the ExpandDims to [None, 8, 6, 1] does not keep whole channels '
+         '(only NHWC to rows [N, K], or a reshape that keeps the last axis: '
+         '[N, C] <-> [N, 1, 1, C], [N, H, W, C] <-> [N * H * W, C])')
+  assert [(s.layer, s.op, s.reason, s.channels) for s in report.stops] == [
+      ('a', 'ExpandDims', why, 2)]
+  assert is_documented(why)

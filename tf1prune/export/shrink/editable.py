@@ -15,10 +15,10 @@ between them whose per-channel parameters are constants of their own.
     >>> classify(view, view.nodes['b'])[0].kind
     'elementwise'
 
-`find_layers` gives the Conv2D, MatMul, depthwise convs and transposed
-convs (`Conv2DBackpropInput`, whose output shape constant the shrink
-rewrites) whose weight is a constant used by that layer only (NHWC, MatMul
-not transposed); `classify` gives
+`find_layers` gives the Conv2D, MatMul, depthwise convs, transposed convs
+(`Conv2DBackpropInput`, whose output shape constant the shrink rewrites)
+and Conv3D whose weight is a constant used by that layer only (NHWC or
+NDHWC, MatMul not transposed); `classify` gives
 an op's row of `tf1prune.channels`' table (`Op`) when the shrink can edit
 it: its per-channel parameter (`channel_const`) and a Reshape's target must
 be constants used by that op only (or `[tf.shape(x)[0], -1]`).
@@ -37,7 +37,7 @@ from tf1prune.export.shrink.frozen_graph import (attr_int, attr_str,
 
 class Layer(collections.namedtuple('Layer', ['node', 'kind', 'weight'])):
   """A layer the shrink edits: its node, kind ('conv', 'dense',
-  'depthwise' or 'conv_transpose') and weight (a Const's name)."""
+  'depthwise', 'conv_transpose' or 'conv3d') and weight (a Const's name)."""
 
   @property
   def data(self):
@@ -58,7 +58,7 @@ class Layer(collections.namedtuple('Layer', ['node', 'kind', 'weight'])):
   @property
   def rank(self):
     """The rank of its weight and of its data input."""
-    return 2 if self.kind == 'dense' else 4
+    return {'dense': 2, 'conv3d': 5}.get(self.kind, 4)
 
 # kind: a `tf1prune.channels` kind ('elementwise', 'pool', 'pad', 'reduce',
 # 'concat', 'depthwise', 'reshape', 'slice', 'spatial', 'split'); inputs:
@@ -75,7 +75,7 @@ Op = collections.namedtuple('Op', ['kind', 'node', 'inputs', 'output',
                             defaults=[()])
 _KINDS = {'Conv2D': 'conv', 'MatMul': 'dense',
           'DepthwiseConv2dNative': 'depthwise',
-          'Conv2DBackpropInput': 'conv_transpose'}
+          'Conv2DBackpropInput': 'conv_transpose', 'Conv3D': 'conv3d'}
 
 
 def output_sizes(g, node):
@@ -98,13 +98,14 @@ def output_sizes(g, node):
 
 
 def _as_layer(g, node):
-  """(Layer, None) for a Conv2D/MatMul/depthwise/Conv2DBackpropInput with
-  its own const weight, (None, why) for one that is not shrunk, (None,
-  None) for other ops."""
+  """(Layer, None) for a Conv2D/MatMul/depthwise/Conv2DBackpropInput/
+  Conv3D with its own const weight, (None, why) for one that is not
+  shrunk, (None, None) for other ops."""
   kind = _KINDS.get(node.op)
   if kind is None:
     return None, None
-  if kind != 'dense' and attr_str(node, 'data_format', 'NHWC') != 'NHWC':
+  if kind != 'dense' and attr_str(node, 'data_format', 'NHWC') not in (
+      'NHWC', 'NDHWC'):
     return None, 'only NHWC convolutions are shrunk'
   if kind == 'dense' and any(node.attr[k].b for k in (
       'transpose_a', 'transpose_b') if k in node.attr):
@@ -118,7 +119,7 @@ def _as_layer(g, node):
   if kind == 'conv_transpose' and output_sizes(g, node) is None:
     return None, ('its output shape (input_sizes) is not a constant of its '
                   'own: the shrink cannot write its kept channel count')
-  if kind == 'conv':
+  if kind in ('conv', 'conv3d'):
     # A grouped Conv2D: its filter holds in_channels / groups input
     # channels, and TF derives the groups from the two widths.
     source = g.shape(g.inputs(node)[0])

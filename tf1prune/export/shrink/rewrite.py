@@ -282,7 +282,7 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
   for c in unknown:
     block.setdefault(c, ('', '', 'its value varies per example'))
   for layer, tensor in region.sinks:
-    if layer.kind == 'conv_transpose':
+    if layer.kind in ('conv_transpose', 'conv3d'):
       _zero_only(layer, classes[tensor], values[tensor], block)
     if layer.kind != 'conv':
       continue
@@ -316,8 +316,8 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
 
 
 def _zero_only(layer, classes, value, block):
-  """Keeps the channels that a transposed conv reads whose constant is
-  not 0: what they give its outputs is not followed."""
+  """Keeps the channels that a transposed conv or a Conv3D reads whose
+  constant is not 0: what they give its outputs is not followed."""
   for c in classes[np.any(value, axis=(0, 1))]:
     block.setdefault(c, (layer.node.name, layer.node.op, (
         '%s is a %s: only channels whose constant is 0 are removed before '
