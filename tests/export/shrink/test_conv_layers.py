@@ -7,22 +7,13 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests.support.graphs import const
-from tests.support.shrunk_graphs import glorot, is_documented, shrink_same
-
-
-def _biases(seed, count, negative=()):
-  """float32 [count] from TF's truncated normal initializer, |b| > 0.1,
-  the `negative` ones below 0 (relu makes their channel 0)."""
-  with tf.Graph().as_default(), tf.Session() as sess:
-    b = sess.run(tf.truncated_normal_initializer(seed=seed)([count]))
-  b = np.abs(b) + 0.1
-  b[list(negative)] *= -1.0
-  return b.astype(np.float32)
+from tests.support.shrunk_graphs import (biases, glorot, is_documented,
+                                         shrink_same)
 
 
 def _relu_bias(h, seed, negative=()):
   count = h.shape.as_list()[-1]
-  return tf.nn.relu(tf.nn.bias_add(h, const(_biases(seed, count, negative))))
+  return tf.nn.relu(tf.nn.bias_add(h, const(biases(seed, count, negative))))
 
 
 def _feed(shape, seed=0):

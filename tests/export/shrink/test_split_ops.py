@@ -7,17 +7,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests.support.graphs import const
-from tests.support.shrunk_graphs import glorot, is_documented, shrink_same
-
-
-def _biases(seed, count, negative=()):
-  """float32 [count] from TF's truncated normal initializer, |b| > 0.1,
-  the `negative` ones below 0 (relu makes their channel 0)."""
-  with tf.Graph().as_default(), tf.Session() as sess:
-    b = sess.run(tf.truncated_normal_initializer(seed=seed)([count]))
-  b = np.abs(b) + 0.1
-  b[list(negative)] *= -1.0
-  return b.astype(np.float32)
+from tests.support.shrunk_graphs import (biases, glorot, is_documented,
+                                         shrink_same)
 
 
 def _conv(x, w, name, padding='SAME'):
@@ -107,7 +98,7 @@ def test_split_v_sizes_are_rewritten_to_the_kept_counts():
   w1[..., [0, 3, 4, 8]] = 0.0   # relu(b) is 0 for 3 only
   x = tf.placeholder(tf.float32, [None, 5, 5, 3], name='x')
   h = tf.nn.relu(tf.nn.bias_add(_conv(x, w1, 'conv1'),
-                                const(_biases(4, 9, negative=[3]))))
+                                const(biases(4, 9, negative=[3]))))
   p0, p1, p2 = tf.split(h, [2, 4, -1], axis=-1, name='split')
   net = tf.concat([_conv(p0, wa, 'conv_a'), _conv(p1, wb, 'conv_b'),
                    _conv(p2, wc, 'conv_c')], 3)
@@ -158,7 +149,7 @@ def test_a_split_of_the_positions_passes_every_channel_whole(axis):
   w1[..., [0, 2, 5]] = 0.0
   x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
   h = tf.nn.relu(tf.nn.bias_add(_conv(x, w1, 'conv1'),
-                                const(_biases(7, 6, negative=[2]))))
+                                const(biases(7, 6, negative=[2]))))
   h = tf.pad(h, [[0, 0], [1, 1], [1, 1], [0, 0]])   # a map over positions
   top, bottom = tf.split(h, [4, 6], axis=axis, name='split')
   a = _conv(top, wa, 'conv_a', 'VALID')
