@@ -187,3 +187,23 @@ def test_a_split_v_whose_sizes_are_shared_is_a_stop_that_says_so():
       ('conv1', 'SplitV', why, 2)]
   assert _layers(report)['conv1'].outputs_after == 6
   assert is_documented(why)
+
+
+def test_a_split_of_the_batch_passes_every_channel_and_its_constant():
+  w1, wa, wb = glorot(9, [3, 3, 3, 6], [3, 3, 6, 4], [3, 3, 6, 4])
+  w1[..., [1, 4]] = 0.0
+  x = tf.placeholder(tf.float32, [4, 5, 5, 3], name='x')
+  h = tf.nn.relu(tf.nn.bias_add(_conv(x, w1, 'conv1'),
+                                const(biases(10, 6, negative=[4]))))
+  first, second = tf.split(h, 2, axis=0, name='split')
+  tf.concat([_conv(first, wa, 'conv_a'), _conv(second, wb, 'conv_b')], 0,
+            name='y')
+  small, report = shrink_same(_feed([4, 5, 5, 3]))
+  layers = _layers(report)
+  assert (layers['conv1'].outputs_after, layers['conv_a'].inputs_after,
+          layers['conv_b'].inputs_after) == (4, 4, 4)
+  assert report.stops == []
+  (split,) = [n for n in small.node if n.name == 'split']
+  assert split.op == 'Split'
+  assert report.flops_after == (_flops(5, 5, 3, 3, 4) +
+                                2 * _flops(5, 5, 3, 4, 4))
