@@ -133,7 +133,7 @@ class Forward(object):
             read.update(self.sets.find(i) for i in self.ids[view.key(tensor)]
                         if i is not None)
       for out in view.all_outputs(node):   # a split's too
-        if self.carries(out) and not any(
+        if out is not None and self.carries(out) and not any(
             self._reads(user) for user, _ in view.consumers(out)):
           ends.append(out)
     for tensor in reversed(ends):   # the last unread tensor names them
