@@ -28,16 +28,17 @@ it needs to edit them: a per-channel parameter must be a constant used by
 that op only, a Reshape's target too. An input that no layer's channels
 reach (an identity shortcut from the input) gets channels of its own, which
 its producer pins. A region is a set of tensors the walk's ops join (a
-concat joins tensors whose channels stay apart): it ends at the inputs of
-the next Conv2D and MatMul layers (the sinks) and at the layers that
-produce its tensors (the sources). A `StridedSlice` of channel 0:1 read only
-by `Shape` (the extra ones channel of `extra_channels`) reads no channel.
+concat joins tensors whose channels stay apart, a split its input and
+outputs, `name`, `name:1`, ...): it ends at the inputs of the next layers
+(the sinks) and at the layers that produce its tensors (the sources). A
+`StridedSlice` of channel 0:1 read only by `Shape` (the extra ones channel
+of `extra_channels`) reads no channel.
 
 Channel elements are tied into classes (the walk's union-find): a class is
 one channel that can only be removed everywhere at once. A tensor used by
 anything else (a graph output, an LRN, a shape read, ...) pins its
-channels, with the reason; an op that reads an output other than 0, or
-whose widths do not fit, breaks its regions.
+channels, with the reason; an op that reads an output other than 0 (but
+a split's), or whose widths do not fit, breaks its regions.
 """
 
 import collections
@@ -87,8 +88,9 @@ class RegionWalk(Forward):
   The shrink's hooks: every input that is not a constant carries channels;
   a node passes if the shrink can edit it (`classify`); an input that no
   layer's channels reach gets ids of its own (its producer pins them); an
-  op that reads an output other than 0, an input whose channels are unknown
-  or widths that do not fit breaks its regions. Besides the elements'
+  op that reads an output other than 0 (but a split's, which carries its
+  part), an input whose channels are unknown or widths that do not fit
+  breaks its regions. Besides the elements'
   union-find, `tensors` joins the tensors of each op passed: a region is one
   of its sets (a concat joins tensors whose channels stay apart).
 
