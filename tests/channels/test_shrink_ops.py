@@ -95,6 +95,9 @@ OPS = {
     'ResizeBilinear': lambda h: tf.image.resize_bilinear(h, [7, 7]),
     'ResizeNearestNeighbor': lambda h: tf.image.resize_nearest_neighbor(
         h, [7, 7]),
+    # The halves (then 2 + 1 and 3 channels) put back in the other order.
+    'Split': lambda h: tf.concat(tf.split(h, 2, axis=3)[::-1], 3),
+    'SplitV': lambda h: tf.concat(tf.split(h, [2, -1], axis=3)[::-1], 3),
 }
 OPS['BatchToSpaceND'] = OPS['SpaceToBatchND']
 OPS['ExpandDims'] = OPS['Squeeze']

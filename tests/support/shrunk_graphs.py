@@ -1,9 +1,11 @@
 """What the shrink tests share: weights, a shrink checked against the graph
 it came from, and the stop reasons docs/structured.md lists.
 
-    >>> from tests.support.shrunk_graphs import glorot, is_documented
+    >>> from tests.support.shrunk_graphs import biases, glorot, is_documented
     >>> [w.shape for w in glorot(0, [3, 3, 2, 4], [4, 2])]
     [(3, 3, 2, 4), (4, 2)]
+    >>> (biases(0, 3, negative=[1]) > 0).tolist()
+    [True, False, True]
     >>> is_documented('it is a graph output'), is_documented('it is late')
     (True, False)
 """
@@ -25,6 +27,17 @@ def glorot(seed, *shapes):
   with tf.Graph().as_default(), tf.Session() as sess:
     init = tf.glorot_uniform_initializer(seed=seed)
     return sess.run([init(shape) for shape in shapes])
+
+
+def biases(seed, count, negative=()):
+  """float32 [count] from TF's truncated normal initializer, |b| > 0.1,
+  the `negative` ones below 0 (a relu makes their channel 0) and the others
+  above (a relu keeps their constant)."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    b = sess.run(tf.truncated_normal_initializer(seed=seed)([count]))
+  b = np.abs(b) + 0.1
+  b[list(negative)] *= -1.0
+  return b.astype(np.float32)
 
 
 def shrink_same(feed, outputs=('y',), **kwargs):

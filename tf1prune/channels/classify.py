@@ -19,7 +19,7 @@ are other tensors (`loose`: a tensor that carries one channel and is
 broadcast over all of them, spatial attention's map, is one), and what the
 op needs (`extra`: the concat
 widths, the depthwise multiplier, the rows of a flatten, the pads, the
-positions a slice takes, ...).
+positions a slice takes, a split's axis and sizes, ...).
 Otherwise it returns `(None, why)`: the channels end there, and why.
 """
 
@@ -233,6 +233,50 @@ def _spatial(view, node, rule, channels):
       op, [int(b) for b in block], np.asarray(pads).tolist()), rule), None
 
 
+def _split_sizes(view, node, inputs, width, channels):
+  """The sizes of a Split's (equal parts of `width`) or SplitV's outputs
+  along the split axis (-1 resolved; None where unknown, which only a split
+  of the `channels` axis may not be), else (None, why)."""
+  count = int(view.attr(node, 'num_split', 1))
+  if view.op_type(node) == 'Split':
+    if width is None:
+      return [None] * count, None
+    return [width // count] * count, None
+  sizes = view.constant(inputs[1])
+  if sizes is None or np.shape(sizes) != (count,):
+    if not channels:
+      return [None] * count, None
+    return None, 'the size_splits of this SplitV are not a constant'
+  sizes = [int(s) for s in sizes]
+  if -1 in sizes:
+    rest = sum(s for s in sizes if s != -1)
+    sizes = [None if width is None else width - rest if s == -1 else s
+             for s in sizes]
+  return sizes, None
+
+
+def _split(view, node, rule):
+  """A Split or SplitV: extra is (axis, rank, sizes): output k takes
+  `sizes[k]` entries of `axis` from the offset `sum(sizes[:k])` (the
+  channels if `axis` is `rank - 1`; every channel whole otherwise)."""
+  op = view.op_type(node)
+  inputs = view.inputs(node)
+  data, dim = (1, 0) if op == 'Split' else (0, 2)
+  source = view.shape(inputs[data])
+  axis = view.constant(inputs[dim])
+  if not source or source[-1] is None:
+    return None, 'the channels of the input of this %s are unknown' % op
+  if axis is None or np.size(axis) != 1:
+    return None, 'the axis of this %s is not a constant' % op
+  axis = int(np.ravel(axis)[0]) % len(source)
+  sizes, why = _split_sizes(view, node, inputs, source[axis],
+                            axis == len(source) - 1)
+  if why is not None:
+    return None, why
+  return ChannelOp('split', node, [data], [], [], (axis, len(source), sizes),
+                   rule), None
+
+
 def _depthwise(view, node, rule):
   if not _nhwc(view, node):
     return None, 'only NHWC convolutions are shrunk'
@@ -258,6 +302,8 @@ def classify(view, node, carries):
     return ChannelOp('identity_n', node, [
         i for i, t in enumerate(view.inputs(node)) if carries(t)], [], [],
                      None, rule), None
+  if rule.kind == 'split':   # several outputs: its input's shape
+    return _split(view, node, rule)
   out = view.shape(view.output(node))
   if not out or out[-1] is None:
     return None, 'its output shape is unknown'

@@ -22,7 +22,11 @@ example is the one the shrink reports (`tf1prune.export.shrink.report`):
 - `conv` (Conv2D, weight `[kh, kw, in, out]`): `kh * kw * in * out`
   parameters (plus `out` with a bias or a batch norm after it, which folds
   into one), `2 * kh * kw * in * out * positions` FLOPs (`positions`: the
-  output's height x width);
+  output's height x width); a Conv3D (`[kd, kh, kw, in, out]`) is one with
+  `kernel` `kd * kh * kw` and the output's depth x height x width
+  positions, a transposed conv (`Conv2DBackpropInput`, filter `[kh, kw,
+  out, in]`) one whose `positions` are its input's height x width (each
+  meets the whole filter);
 - `depthwise` (weight `[kh, kw, in, m]`, output `in * m`): `kh * kw * in * m`
   parameters (plus `in * m` with a bias), `2 * kh * kw * in * m * positions`
   FLOPs; its width is its input's (`inputs`);

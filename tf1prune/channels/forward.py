@@ -51,7 +51,7 @@ input that has none yet), `fits` (the output's ids) and `visited`.
 """
 
 from tf1prune.channels.classify import classify
-from tf1prune.channels.propagate import UnionFind, combine
+from tf1prune.channels.propagate import UnionFind, combine, split_parts
 from tf1prune.channels.table import NOT_READING, OUTPUT_OPS
 
 
@@ -132,10 +132,10 @@ class Forward(object):
           if self.carries(tensor) and (passed is None or index in passed):
             read.update(self.sets.find(i) for i in self.ids[view.key(tensor)]
                         if i is not None)
-      out = view.output(node)
-      if out is not None and self.carries(out) and not any(
-          self._reads(user) for user, _ in view.consumers(out)):
-        ends.append(out)
+      for out in view.all_outputs(node):   # a split's too
+        if out is not None and self.carries(out) and not any(
+            self._reads(user) for user, _ in view.consumers(out)):
+          ends.append(out)
     for tensor in reversed(ends):   # the last unread tensor names them
       ids = [i for i in self.ids[view.key(tensor)]
              if i is not None and self.sets.find(i) not in read]
@@ -184,5 +184,10 @@ class Forward(object):
         self._mark(self.blocked, out, (
             'added to %s, which no masked weight produces (in %s)' % (
                 view.key(inputs[index]), view.name(node))))
-    self.ids[view.key(view.output(node))] = out
+    if found.kind == 'split':   # each output its part
+      for tensor, part in zip(view.all_outputs(node),
+                              split_parts(found, out)):
+        self.ids[view.key(tensor)] = part
+    else:
+      self.ids[view.key(view.output(node))] = out
     self._passed[view.name(node)] = tuple(found.loose)

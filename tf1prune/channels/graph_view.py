@@ -22,6 +22,12 @@ import tensorflow.compat.v1 as tf
 _GRADIENTS = re.compile(r'^gradients(_\d+)?/')
 
 
+def is_gradient(op):
+  """True for an op that `tf.gradients` built (a `Conv2DBackpropInput`
+  there reads a conv's filter but is no layer of the model)."""
+  return bool(_GRADIENTS.match(op.name))
+
+
 def _plain(value):
   if isinstance(value, bytes):
     return value.decode('utf-8')
@@ -38,8 +44,7 @@ class GraphView(object):
 
   def walk_order(self):
     """The model's ops in graph (creation, hence topological) order."""
-    return [op for op in self.graph.get_operations()
-            if not _GRADIENTS.match(op.name)]
+    return [op for op in self.graph.get_operations() if not is_gradient(op)]
 
   def name(self, node):
     return node.name
@@ -62,7 +67,7 @@ class GraphView(object):
   def consumers(self, tensor):
     uses, seen = [], set()
     for op in tensor.consumers():
-      if _GRADIENTS.match(op.name) or op.name in seen:
+      if is_gradient(op) or op.name in seen:
         continue
       seen.add(op.name)
       uses.extend((op, i) for i, t in enumerate(op.inputs) if t is tensor)

@@ -48,8 +48,9 @@ class GroupMember(collections.namedtuple(
       a Keras weight).
     weight: the raw weight (a tensor, or a Keras variable).
     axis: the weight axis whose entries are its channels: -1 for conv kernels
-      `[kh, kw, in, out]` and dense `[in, out]`, 2 for depthwise kernels
-      `[kh, kw, in, multiplier]`.
+      `[kh, kw, in, out]` (Conv3D's `[kd, kh, kw, in, out]`) and dense
+      `[in, out]`, 2 for depthwise kernels `[kh, kw, in, multiplier]` and
+      transposed conv filters `[kh, kw, out, in]`.
     units: tuple of ints, the group's unit of each entry along `axis`.
   """
 

@@ -12,7 +12,8 @@ A channel element is an int. `combine(sets, op, ids)` takes the element ids
 of the inputs of a `ChannelOp` that carry channels (`{input index: ids}`),
 unions the ones the op ties (both inputs of an add, an SE gate, ...) and
 returns the ids of the output's channels in order (None where a concat
-input carries no channels). `Forward` gives them to the output, in the
+input carries no channels; a split's input ids, which `split_parts` deals
+to its outputs). `Forward` gives them to the output, in the
 training walk (`find_channel_groups`) and in the shrink's (`RegionWalk`);
 the Keras shrink's view, whose tensors already have ids, unions them with
 these (`tie`).
@@ -91,6 +92,19 @@ def combine(sets, op, ids):
   if op.kind == 'reshape':
     return first * op.extra
   return first
+
+
+def split_parts(op, ids):
+  """The ids of each output of a `split` op whose input has `ids`: the
+  channels at its offset, or all of them (a split of another axis)."""
+  axis, rank, sizes = op.extra
+  if axis != rank - 1:
+    return [list(ids) for _ in sizes]
+  parts, start = [], 0
+  for size in sizes:
+    parts.append(list(ids[start:start + size]))
+    start += size
+  return parts
 
 
 def tie(sets, op, ids, out):

@@ -20,8 +20,11 @@ A `Rule` per op type says two things:
   `StridedSlice` or `Slice` of the positions or the batch that takes the
   channel axis whole: NASNet's `pad(x)[:, 1:, 1:, :]`), `spatial` (ops that
   move positions, not channels: `SpaceToBatchND`, `BatchToSpaceND`,
-  `ResizeBilinear`, `ResizeNearestNeighbor`), `identity_n`, `layer`
-  (a Conv2D or MatMul: where channels start and end), or `stop` (`why`);
+  `ResizeBilinear`, `ResizeNearestNeighbor`), `split` (`Split` or
+  `SplitV`: output k takes the channels at its offset, the inverse of a
+  concat; split on another axis, each output takes every channel whole),
+  `identity_n`, `layer` (a Conv2D, MatMul, transposed conv or Conv3D:
+  where channels start and end), or `stop` (`why`);
 - how a channel that is constant per example goes through it (`value`): a
   NumPy function `value(attr, *inputs)` of the float64 constants (for
   `reduce`: `value(x, positions)` of the `[H, W, C]` or `[1, 1, C]` value
@@ -209,6 +212,10 @@ RULES = {
     'ResizeBilinear': _row('spatial', POSITIONAL),
     'ResizeNearestNeighbor': _row('spatial', POSITIONAL),
     'ConcatV2': _row('concat', lambda attr, *xs: xs),
+    # The inverse of a concat: output k takes the channels at its offset
+    # (or, split on another axis, every channel whole, as a slice does).
+    'Split': _row('split', POSITIONAL),
+    'SplitV': _row('split', POSITIONAL),
     'DepthwiseConv2dNative': _row('depthwise', POSITIONAL),
     'Reshape': _row('reshape', lambda attr, x: x),
     'Squeeze': _row('reshape', lambda attr, x: x),
@@ -216,6 +223,8 @@ RULES = {
     # Where channels start and end.
     'Conv2D': _row('layer'),
     'MatMul': _row('layer'),
+    'Conv2DBackpropInput': _row('layer'),   # a transposed conv
+    'Conv3D': _row('layer'),
     # Ops that mix channels.
     # Normalization over a band of channels: a channel that is 0 there adds
     # nothing to its neighbours' sums, so it can go if the LRN is rewritten

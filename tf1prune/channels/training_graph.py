@@ -16,11 +16,14 @@ Removing output channel 5 of `a` only makes the network smaller if channel 5 of
 set of weights, and its `num_units` coupled channels are what filter pruning
 keeps or drops as one unit (`tf1prune.masks.coupled_filter_masks`).
 
-How channels are followed, from each masked weight that feeds a `Conv2D` or
-`MatMul` (its output channels are the last axis, NHWC; directly or through
-identities, casts and the `where` of `tf1prune.lock`), forward through the
-graph (the ops `tf.gradients` built left out), is the op table of
-`tf1prune.channels`, which the shrink uses too:
+How channels are followed, from each masked weight that feeds a `Conv2D`,
+`Conv3D` or `MatMul` (its output channels are the last axis, NHWC or
+NDHWC), or a transposed conv (`Conv2DBackpropInput`, filter `[kh, kw, out,
+in]`: its output channels are axis 2), or a 1-D conv (`tf.nn.conv1d`: its
+filter goes through an `ExpandDims`), directly or through identities,
+casts and the `where` of `tf1prune.lock`, forward through the graph (the
+ops `tf.gradients` built left out), is the op table of `tf1prune.channels`,
+which the shrink uses too:
 
 - kept per channel: bias adds, batch norm (fused, or `tf.nn` ops with
   per-channel statistics), activations, pools, pads, reductions over the
@@ -30,7 +33,8 @@ graph (the ops `tf.gradients` built left out), is the op table of
 - coupled: an element-wise op (`Add`, `Mul`, `Maximum`, `AddN`, ...) of
   tensors that all carry channels (a residual stream, an SE gate, `x *
   sigmoid(x)`); `ConcatV2` on the channel axis places its inputs' channels
-  at their offsets; a depthwise conv couples its filter `[:, :, c, :]` with
+  at their offsets, and `Split` / `SplitV` give each output the channels at
+  its offset; a depthwise conv couples its filter `[:, :, c, :]` with
   input channel c and spreads it over its `c * multiplier + m` outputs; a
   flatten into a dense layer ends there (the dense layer reads rows);
 - blocked: a channel added to a tensor that no masked weight produced (an
@@ -49,7 +53,7 @@ not followed.
 
 import tensorflow.compat.v1 as tf
 
-from tf1prune.channels.graph_view import GraphView
+from tf1prune.channels.graph_view import GraphView, is_gradient
 from tf1prune.channels.groups import (ChannelGroup, ChannelTrace,
                                       GroupMember, GroupWalk)
 from tf1prune.graph.masking import masked_weight_records
@@ -67,19 +71,38 @@ _PASS_WEIGHT = frozenset(['Identity', 'Select', 'SelectV2', 'Cast'])
 
 def _weight_uses(tensor):
   """Yields (tensor, consumer) from a masked weight through the ops that keep
-  its shape: identities, casts and the `where` of `tf1prune.lock`."""
+  its shape: identities, casts and the `where` of `tf1prune.lock`, and the
+  `ExpandDims` of a leading axis by which `tf.nn.conv1d` makes its filter
+  `[k, in, out]` a Conv2D's `[1, k, in, out]`."""
   pending, seen = [tensor], set()
   while pending:
     tensor = pending.pop()
     if tensor.name in seen:
       continue
     seen.add(tensor.name)
+    shape = tensor.get_shape().as_list()
     for op in tensor.consumers():
+      if is_gradient(op):
+        continue
       yield tensor, op
       out = op.outputs[0] if op.outputs else None
-      if (op.type in _PASS_WEIGHT and out is not None and
-          out.get_shape().as_list() == tensor.get_shape().as_list()):
+      if out is None:
+        continue
+      if (op.type in _PASS_WEIGHT and out.get_shape().as_list() == shape) or (
+          op.type == 'ExpandDims' and out.get_shape().as_list() == [1] + shape):
         pending.append(out)
+
+
+# The layers whose weight (input 1) writes the channels of their output
+# along an axis: -1, or 2 for a transposed conv's `[kh, kw, out, in]`.
+_OUTPUT_AXIS = {'Conv2D': -1, 'Conv3D': -1, 'MatMul': -1,
+                'Conv2DBackpropInput': 2}
+
+
+def _channels_last(op):
+  if op.type == 'MatMul':
+    return not op.get_attr('transpose_b')
+  return op.get_attr('data_format') in (b'NHWC', 'NHWC', b'NDHWC', 'NDHWC')
 
 
 def _register(walk, record):
@@ -89,11 +112,10 @@ def _register(walk, record):
       continue
     if op.type == 'DepthwiseConv2dNative':
       walk.depthwise(op, record.name, record.weight)
-    elif (op.type == 'Conv2D' and op.get_attr('data_format') in (b'NHWC',
-                                                                 'NHWC')) or (
-        op.type == 'MatMul' and not op.get_attr('transpose_b')):
-      walk.produce(record.name, record.weight, -1, op.outputs[0],
-                   _static_dims(record.weight)[-1])
+    elif op.type in _OUTPUT_AXIS and _channels_last(op):
+      axis = _OUTPUT_AXIS[op.type]
+      walk.produce(record.name, record.weight, axis, op.outputs[0],
+                   _static_dims(record.weight)[axis])
 
 
 def trace_channels(graph=None, records=None):
@@ -117,8 +139,9 @@ def find_channel_groups(graph=None, records=None):
   Args:
     graph: a `tf.Graph`; default: the default graph.
     records: the `MaskedWeight`s to consider; default: all of `graph`'s.
-      Weights that feed no `Conv2D`, `MatMul` or depthwise conv (NHWC, no
-      transposed operand) belong to no group.
+      Weights that feed no `Conv2D`, `Conv3D`, `MatMul`, transposed conv
+      or depthwise conv (NHWC or NDHWC, no transposed operand) belong to
+      no group.
 
   Returns:
     A list of `ChannelGroup`, members and groups in the order of `records`.

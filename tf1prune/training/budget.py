@@ -61,7 +61,12 @@ from tf1prune.training.coupled import warn_once as coupled_warn
 
 __all__ = ['BudgetPlan', 'BudgetReport', 'Taylor', 'applied_gradients']
 
-_LAYERS = ('Conv2D', 'DepthwiseConv2dNative', 'MatMul', 'LRN')
+_LAYERS = ('Conv2D', 'DepthwiseConv2dNative', 'MatMul', 'LRN',
+           'Conv2DBackpropInput', 'Conv3D')
+# A transposed conv reads its data at input 2, and its filter `[kh, kw, out,
+# in]` holds its input channels on its last axis.
+_DATA = {'Conv2DBackpropInput': 2}
+_INPUT_AXIS = {'Conv2DBackpropInput': -1}
 _BATCH_NORMS = channel_params.BATCH_NORMS
 _BIAS_ADDS = channel_params.BIAS_ADDS
 _source, _static, _followers = (channel_params.source, channel_params.static,
@@ -269,30 +274,38 @@ class BudgetPlan(object):
       if (op.type == 'MatMul' and (op.get_attr('transpose_a') or
                                    op.get_attr('transpose_b'))) or (
           op.type != 'MatMul' and op.get_attr('data_format') not in (
-              b'NHWC', 'NHWC')):
+              b'NHWC', 'NHWC', b'NDHWC', 'NDHWC')):
         continue
       seen.add(source.name)
-      shape = _static(op.inputs[1])
-      out = _static(op.outputs[0])
-      inputs = self._width(op.inputs[0])
-      if op.type != 'DepthwiseConv2dNative' and inputs.units:
-        self._consumers.append(Touch(
-            op.name, op.inputs[1], -2,
-            self.units.channel_units(self.trace.channels(op.inputs[0])),
-            self._raw.get(op.inputs[1].name)))
-      outputs = self._width(op.outputs[0])
-      bias = _has_bias(op)
-      geometry = _geometry(op)
-      if op.type == 'MatMul':
-        layers.append(Layer(op.name, 'dense', inputs, outputs, 1, 1, 1, bias,
-                            geometry))
-        continue
-      positions = (out[1] * out[2] if out and None not in out[1:3] else None)
-      kind = 'depthwise' if op.type == 'DepthwiseConv2dNative' else 'conv'
-      multiplier = shape[3] if kind == 'depthwise' else 1
-      layers.append(Layer(op.name, kind, inputs, outputs, shape[0] * shape[1],
-                          multiplier, positions, bias, geometry))
+      layers.append(self._layer(op))
     return layers
+
+  def _layer(self, op):
+    """The `Layer` of a conv, depthwise conv, transposed conv, Conv3D or
+    MatMul `op` (the shrink report's count, `tf1prune.channels.cost`)."""
+    shape = _static(op.inputs[1])
+    data = op.inputs[_DATA.get(op.type, 0)]
+    inputs = self._width(data)
+    if op.type != 'DepthwiseConv2dNative' and inputs.units:
+      self._consumers.append(Touch(
+          op.name, op.inputs[1], _INPUT_AXIS.get(op.type, -2),
+          self.units.channel_units(self.trace.channels(data)),
+          self._raw.get(op.inputs[1].name)))
+    outputs = self._width(op.outputs[0])
+    bias = _has_bias(op)
+    if op.type == 'MatMul':
+      return Layer(op.name, 'dense', inputs, outputs, 1, 1, 1, bias,
+                   _geometry(op))
+    # A transposed conv's filter meets each position of its input.
+    out = _static(data if op.type in _DATA else op.outputs[0])
+    positions = (int(np.prod(out[1:-1])) if out and None not in out[1:-1]
+                 else None)
+    kind = 'depthwise' if op.type == 'DepthwiseConv2dNative' else 'conv'
+    multiplier = shape[3] if kind == 'depthwise' else 1
+    timed = op.type in ('Conv2D', 'DepthwiseConv2dNative')
+    return Layer(op.name, kind, inputs, outputs, int(np.prod(shape[:-2])),
+                 multiplier, positions, bias,
+                 _geometry(op) if timed else None)
 
   def _lrn(self, op):
     shape = _static(op.outputs[0])

@@ -38,14 +38,17 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from tf1prune.channels.graph_view import is_gradient
 from tf1prune.graph.masking import graph_variables
 
 __all__ = ['Owner', 'find', 'owner_of_group', 'zero_op']
 
 VARIABLES = frozenset(['VariableV2', 'Variable', 'VarHandleOp'])
+# ExpandDims: tf.nn.conv1d's filter.
 _THROUGH = frozenset(['Identity', 'ReadVariableOp', 'Cast', 'Mul', 'Select',
-                      'SelectV2', 'Enter'])
-LAYERS = frozenset(['Conv2D', 'DepthwiseConv2dNative', 'MatMul'])
+                      'SelectV2', 'Enter', 'ExpandDims'])
+LAYERS = frozenset(['Conv2D', 'DepthwiseConv2dNative', 'MatMul',
+                    'Conv2DBackpropInput', 'Conv3D'])
 BATCH_NORMS = frozenset(['FusedBatchNorm', 'FusedBatchNormV2',
                          'FusedBatchNormV3'])
 BIAS_ADDS = frozenset(['BiasAdd', 'BiasAddV1', 'Add', 'AddV2'])
@@ -144,7 +147,7 @@ def owner_of_group(item):
 
 
 def _layer_ops(record):
-  """The Conv2D, MatMul and depthwise ops that read a masked weight."""
+  """The layer ops (`LAYERS`) that read a masked weight."""
   pending, found, seen = [record.masked_weight], [], set()
   while pending:
     tensor = pending.pop()
@@ -152,9 +155,12 @@ def _layer_ops(record):
       if op.name in seen:
         continue
       seen.add(op.name)
+      if is_gradient(op):   # a gradient's Conv2DBackpropInput is no layer
+        continue
       if op.type in LAYERS and len(op.inputs) > 1 and op.inputs[1] is tensor:
         found.append(op)
-      elif op.type in ('Identity', 'Cast', 'Select', 'SelectV2'):
+      elif op.type in ('Identity', 'Cast', 'Select', 'SelectV2',
+                       'ExpandDims'):
         pending.append(op.outputs[0])
   return found
 

@@ -7,18 +7,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests.support.graphs import const
-from tests.support.shrunk_graphs import glorot, is_documented, shrink_same
-
-
-def _biases(seed, count, negative=()):
-  """float32 [count] from TF's truncated normal initializer, |b| > 0.1,
-  the `negative` ones below 0 (relu makes their channel 0) and the others
-  above (relu keeps their constant)."""
-  with tf.Graph().as_default(), tf.Session() as sess:
-    b = sess.run(tf.truncated_normal_initializer(seed=seed)([count]))
-  b = np.abs(b) + 0.1
-  b[list(negative)] *= -1.0
-  return b.astype(np.float32)
+from tests.support.shrunk_graphs import (biases, glorot, is_documented,
+                                         shrink_same)
 
 
 def _conv(x, w, name, padding='SAME', stride=1):
@@ -57,7 +47,7 @@ def test_factorized_reduction_slice_passes_channels_and_keeps_its_bounds(how):
   w1[..., empty] = 0.0
   x = tf.placeholder(tf.float32, [None, 9, 9, 3], name='x')
   h = tf.nn.relu(tf.nn.bias_add(_conv(x, w1, 'conv1'),
-                                const(_biases(2, 8, negative=[4]))))
+                                const(biases(2, 8, negative=[4]))))
   path1 = tf.nn.avg_pool(h, [1, 1, 1, 1], [1, 2, 2, 1], 'VALID')
   padded = tf.pad(h, [[0, 0], [0, 1], [0, 1], [0, 0]])
   cut = _SLICES[how](padded, 8)
@@ -112,9 +102,9 @@ def test_atrous_conv_by_space_to_batch_passes_zero_channels_and_keeps_others():
   w2[..., [0, 4]] = 0.0         # 0 at every position: through the crop
   x = tf.placeholder(tf.float32, [None, 8, 8, 3], name='x')
   h = tf.nn.relu(tf.nn.bias_add(_conv(x, w1, 'conv1'),
-                                const(_biases(5, 8, negative=[1, 6]))))
+                                const(biases(5, 8, negative=[1, 6]))))
   a = _atrous(h, w2, 2, 'atrous')
-  a = tf.nn.relu(tf.nn.bias_add(a, const(_biases(6, 6))))
+  a = tf.nn.relu(tf.nn.bias_add(a, const(biases(6, 6))))
   _conv(a, wy, 'y')
   _, report = shrink_same(_feed([2, 8, 8, 3]))
   layers = _layers(report)
@@ -135,12 +125,12 @@ def test_resize_passes_channels_and_their_constants(resize):
   w1[..., [0, 2, 5]] = 0.0
   x = tf.placeholder(tf.float32, [None, 5, 5, 3], name='x')
   h = tf.nn.relu(tf.nn.bias_add(_conv(x, w1, 'conv1'),
-                                const(_biases(8, 6, negative=[2]))))
+                                const(biases(8, 6, negative=[2]))))
   if resize == 'bilinear':
     up = tf.image.resize_bilinear(h, [10, 10])
   else:
     up = tf.image.resize_nearest_neighbor(h, [10, 10])
-  tf.nn.bias_add(_conv(up, wy, 'conv2', 'VALID'), const(_biases(9, 4)),
+  tf.nn.bias_add(_conv(up, wy, 'conv2', 'VALID'), const(biases(9, 4)),
                  name='y')
   _, report = shrink_same(_feed([2, 5, 5, 3]))
   layers = _layers(report)

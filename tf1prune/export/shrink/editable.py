@@ -15,8 +15,10 @@ between them whose per-channel parameters are constants of their own.
     >>> classify(view, view.nodes['b'])[0].kind
     'elementwise'
 
-`find_layers` gives the Conv2D, MatMul and depthwise convs whose weight is a
-constant used by that layer only (NHWC, not transposed); `classify` gives
+`find_layers` gives the Conv2D, MatMul, depthwise convs, transposed convs
+(`Conv2DBackpropInput`, whose output shape constant the shrink rewrites)
+and Conv3D whose weight is a constant used by that layer only (NHWC or
+NDHWC, MatMul not transposed); `classify` gives
 an op's row of `tf1prune.channels`' table (`Op`) when the shrink can edit
 it: its per-channel parameter (`channel_const`) and a Reshape's target must
 be constants used by that op only (or `[tf.shape(x)[0], -1]`).
@@ -32,13 +34,39 @@ from tf1prune.channels import classify as classify_channels
 from tf1prune.export.shrink.frozen_graph import (attr_int, attr_str,
                                                  split_input)
 
-Layer = collections.namedtuple('Layer', ['node', 'kind', 'weight'])
+
+class Layer(collections.namedtuple('Layer', ['node', 'kind', 'weight'])):
+  """A layer the shrink edits: its node, kind ('conv', 'dense',
+  'depthwise', 'conv_transpose' or 'conv3d') and weight (a Const's name)."""
+
+  @property
+  def data(self):
+    """The index of its data input (a transposed conv's is 2)."""
+    return 2 if self.kind == 'conv_transpose' else 0
+
+  @property
+  def in_axis(self):
+    """The weight axis of its input channels (a transposed conv's filter
+    is `[kh, kw, out, in]`)."""
+    return -1 if self.kind == 'conv_transpose' else -2
+
+  @property
+  def out_axis(self):
+    """The weight axis of its output channels."""
+    return -2 if self.kind == 'conv_transpose' else -1
+
+  @property
+  def rank(self):
+    """The rank of its weight and of its data input."""
+    return {'dense': 2, 'conv3d': 5}.get(self.kind, 4)
+
 # kind: a `tf1prune.channels` kind ('elementwise', 'pool', 'pad', 'reduce',
-# 'concat', 'depthwise', 'reshape', 'slice', 'spatial'); inputs: the indices
-# of the region's inputs; const: the per-channel const (elementwise), the
-# depthwise weight, the reshape target or a slice's end (size) on the
-# channel axis, else None; extra: as the `ChannelOp`'s (a slice's: its
-# [H, W] slices only); rule: its row.
+# 'concat', 'depthwise', 'reshape', 'slice', 'spatial', 'split'); inputs:
+# the indices of the region's inputs; output: its output (a split's first:
+# `outputs_of` gives them all); const: the per-channel const (elementwise),
+# the depthwise weight, the reshape target, a slice's end (size) on the
+# channel axis or a SplitV's size_splits, else None; extra: as the
+# `ChannelOp`'s (a slice's: its [H, W] slices only); rule: its row.
 # loose: the inputs of an element-wise op that it broadcasts over the
 # channels (a one-channel map that is not a constant: its values are not
 # known to the shrink).
@@ -46,16 +74,38 @@ Op = collections.namedtuple('Op', ['kind', 'node', 'inputs', 'output',
                                    'const', 'extra', 'rule', 'loose'],
                             defaults=[()])
 _KINDS = {'Conv2D': 'conv', 'MatMul': 'dense',
-          'DepthwiseConv2dNative': 'depthwise'}
+          'DepthwiseConv2dNative': 'depthwise',
+          'Conv2DBackpropInput': 'conv_transpose', 'Conv3D': 'conv3d'}
+
+
+def output_sizes(g, node):
+  """The Const that holds the output channel count of transposed conv
+  `node`: its `input_sizes` `[N, H, W, C]`, or the last entry of the `Pack`
+  it reads (`tf.stack([tf.shape(x)[0], H, W, C])`), a constant of its own;
+  else None."""
+  const = g.exclusive_const(node, 0)
+  if const is not None:
+    return const if g.value(const).shape == (4,) else None
+  name, port = split_input(node.input[0])
+  pack = g.nodes.get(name)
+  users = g.consumers(name) if pack is not None else None
+  if port or pack is None or pack.op != 'Pack' or len(g.inputs(pack)) != 4 \
+      or not users or [u.name for u, _ in users] != [node.name] or \
+      name in g.outputs:
+    return None
+  const = g.exclusive_const(pack, 3)
+  return const if const is not None and g.value(const).shape == () else None
 
 
 def _as_layer(g, node):
-  """(Layer, None) for a Conv2D/MatMul/depthwise with its own const weight,
-  (None, why) for one that is not shrunk, (None, None) for other ops."""
+  """(Layer, None) for a Conv2D/MatMul/depthwise/Conv2DBackpropInput/
+  Conv3D with its own const weight, (None, why) for one that is not
+  shrunk, (None, None) for other ops."""
   kind = _KINDS.get(node.op)
   if kind is None:
     return None, None
-  if kind != 'dense' and attr_str(node, 'data_format', 'NHWC') != 'NHWC':
+  if kind != 'dense' and attr_str(node, 'data_format', 'NHWC') not in (
+      'NHWC', 'NDHWC'):
     return None, 'only NHWC convolutions are shrunk'
   if kind == 'dense' and any(node.attr[k].b for k in (
       'transpose_a', 'transpose_b') if k in node.attr):
@@ -63,16 +113,20 @@ def _as_layer(g, node):
   weight = g.exclusive_const(node, 1)
   if weight is None:
     return None, 'its weight is not a constant used by this layer only'
-  if g.value(weight).ndim != (2 if kind == 'dense' else 4):
+  layer = Layer(node, kind, weight)
+  if g.value(weight).ndim != layer.rank:
     return None, 'unexpected weight rank'
-  if kind == 'conv':
+  if kind == 'conv_transpose' and output_sizes(g, node) is None:
+    return None, ('its output shape (input_sizes) is not a constant of its '
+                  'own: the shrink cannot write its kept channel count')
+  if kind in ('conv', 'conv3d'):
     # A grouped Conv2D: its filter holds in_channels / groups input
     # channels, and TF derives the groups from the two widths.
     source = g.shape(g.inputs(node)[0])
     if source and source[-1] is not None and \
-        source[-1] != g.value(weight).shape[2]:
+        source[-1] != g.value(weight).shape[layer.in_axis]:
       return None, 'grouped convolutions are not shrunk'
-  return Layer(node, kind, weight), None
+  return layer, None
 
 
 def find_layers(g):
@@ -217,6 +271,28 @@ def _slice(g, found):
   return Op('slice', node, [0], node.name, const, cuts, found.rule), None
 
 
+def _split(g, found):
+  """A Split's or SplitV's Op: its const is the size_splits of a SplitV
+  of the channel axis, which the shrink rewrites (a constant of its own)."""
+  node, (axis, rank, _) = found.node, found.extra
+  const = None
+  if node.op == 'SplitV' and axis == rank - 1:
+    const = g.exclusive_const(node, 1)
+    if const is None:
+      return None, ('only a SplitV whose size_splits is a constant of its '
+                    'own is shrunk')
+  return Op('split', node, found.inputs, node.name, const, found.extra,
+            found.rule), None
+
+
+def outputs_of(g, op):
+  """The tensors `op` writes: a split's outputs (`name`, `name:1`, ...),
+  else its one output."""
+  if op.kind == 'split':
+    return [g.key(t) for t in g.all_outputs(op.node)]
+  return [op.output]
+
+
 def classify(g, node):
   """Op for a node that keeps channels apart, or (None, why) otherwise: the
   row of `tf1prune.channels`' op table, and what the shrink needs of it
@@ -232,6 +308,8 @@ def classify(g, node):
     return _reshape(g, found, channels)
   if kind == 'slice':
     return _slice(g, found)
+  if kind == 'split':
+    return _split(g, found)
   if kind == 'depthwise':
     layer, why = _as_layer(g, node)
     if layer is None:

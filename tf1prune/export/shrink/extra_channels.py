@@ -223,4 +223,4 @@ def _append_constant(g, layer, base, shape, pattern, rows, pad):
 
 def spatial_size_of(g, tensor):
   """[H, W] of `tensor` (a name with maybe a port) from `g.shapes`."""
-  return list(g.shapes[split_input(tensor)[0]][1:3])
+  return list(g.shapes[g.key(tensor)][1:3])

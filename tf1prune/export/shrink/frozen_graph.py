@@ -112,7 +112,9 @@ class FrozenGraph(GraphIndex):
     return node.name
 
   def all_outputs(self, node):
-    count = len(self.inputs(node)) if node.op == 'IdentityN' else 1
+    count = len(self.inputs(node)) if node.op == 'IdentityN' else (
+        attr_int(node, 'num_split', 1) if node.op in ('Split', 'SplitV')
+        else 1)
     return [node.name] + ['%s:%d' % (node.name, k) for k in range(1, count)]
 
   def key(self, tensor):
@@ -127,8 +129,8 @@ class FrozenGraph(GraphIndex):
 
   def shape(self, tensor):
     name, port = split_input(tensor)
-    if port != 0:
-      return None
+    if port != 0:   # a split's output, or None
+      return self.shapes.get(self.key(tensor))
     if self.shapes.get(name) is None and name in self.values:
       return list(self.values[name].shape)   # a const the shrink added
     return self.shapes.get(name)
@@ -215,7 +217,8 @@ def _without_big_values(graph_def):
 
 
 def static_shapes(graph_def):
-  """{node name: static shape of output 0 as a list (None dims), or None}."""
+  """{node name: static shape of output 0 as a list (None dims), or None},
+  and `name:k` for the other outputs of a Split or SplitV."""
   with tf.Graph().as_default() as graph:
     try:
       tf.import_graph_def(_without_big_values(graph_def), name='')
@@ -229,6 +232,10 @@ def static_shapes(graph_def):
         shapes[op.name][-1] = _width_read(op.outputs[0])
     else:
       shapes[op.name] = None
+    if op.type in ('Split', 'SplitV'):   # the other outputs, as name:k
+      for port, out in enumerate(op.outputs[1:], 1):
+        shapes['%s:%d' % (op.name, port)] = (
+            out.shape.as_list() if out.shape.ndims is not None else None)
   return shapes
 
 

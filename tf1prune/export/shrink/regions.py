@@ -28,16 +28,17 @@ it needs to edit them: a per-channel parameter must be a constant used by
 that op only, a Reshape's target too. An input that no layer's channels
 reach (an identity shortcut from the input) gets channels of its own, which
 its producer pins. A region is a set of tensors the walk's ops join (a
-concat joins tensors whose channels stay apart): it ends at the inputs of
-the next Conv2D and MatMul layers (the sinks) and at the layers that
-produce its tensors (the sources). A `StridedSlice` of channel 0:1 read only
-by `Shape` (the extra ones channel of `extra_channels`) reads no channel.
+concat joins tensors whose channels stay apart, a split its input and
+outputs, `name`, `name:1`, ...): it ends at the inputs of the next layers
+(the sinks) and at the layers that produce its tensors (the sources). A
+`StridedSlice` of channel 0:1 read only by `Shape` (the extra ones channel
+of `extra_channels`) reads no channel.
 
 Channel elements are tied into classes (the walk's union-find): a class is
 one channel that can only be removed everywhere at once. A tensor used by
 anything else (a graph output, an LRN, a shape read, ...) pins its
-channels, with the reason; an op that reads an output other than 0, or
-whose widths do not fit, breaks its regions.
+channels, with the reason; an op that reads an output other than 0 (but
+a split's), or whose widths do not fit, breaks its regions.
 """
 
 import collections
@@ -45,6 +46,7 @@ import collections
 import numpy as np
 
 from tf1prune.channels import Forward, UnionFind, rule_of
+from tf1prune.channels.propagate import split_parts
 # channel_const and find_layers are read from here too (rewrite, rounds).
 from tf1prune.export.shrink.editable import (  # noqa: F401
     channel_const, classify, find_layers, is_const, reads_batch_size_only,
@@ -86,8 +88,9 @@ class RegionWalk(Forward):
   The shrink's hooks: every input that is not a constant carries channels;
   a node passes if the shrink can edit it (`classify`); an input that no
   layer's channels reach gets ids of its own (its producer pins them); an
-  op that reads an output other than 0, an input whose channels are unknown
-  or widths that do not fit breaks its regions. Besides the elements'
+  op that reads an output other than 0 (but a split's, which carries its
+  part), an input whose channels are unknown or widths that do not fit
+  breaks its regions. Besides the elements'
   union-find, `tensors` joins the tensors of each op passed: a region is one
   of its sets (a concat joins tensors whose channels stay apart).
 
@@ -169,9 +172,8 @@ class RegionWalk(Forward):
       self.seed(node.name, shape[-1])
       self._join([node.name])
     for tensor in [node.name] + self.g.inputs(node):
-      name, port = split_input(tensor)
-      if port == 0 and self.carries(name):
-        self.breaks.setdefault(name, why)
+      if self.carries(tensor):
+        self.breaks.setdefault(self.g.key(tensor), why)
 
   def takes(self, tensor):
     return not is_const(self.g, tensor)
@@ -182,6 +184,8 @@ class RegionWalk(Forward):
     return classify(self.g, node)
 
   def input_ids(self, node, tensor):
+    if self.carries(tensor):   # output 0, or a split's other outputs
+      return self.ids[self.g.key(tensor)]
     name, port = split_input(tensor)
     if port != 0:
       self._break(node, 'it reads an output other than 0')
@@ -200,22 +204,29 @@ class RegionWalk(Forward):
     self.why[node.name] = why
 
   def fits(self, node, found, out):
-    shape = self.g.shapes.get(node.name)
-    if out is None or not shape or shape[-1] != len(out):
+    outputs = self.g.all_outputs(node) if found.kind == 'split' else [
+        node.name]
+    parts = split_parts(found, out) if found.kind == 'split' and \
+        out is not None else [out]
+    shapes = [self.g.shape(t) for t in outputs]
+    if out is None or any(not shape or shape[-1] != len(part)
+                          for shape, part in zip(shapes, parts)):
       self._break(node, 'its channels do not line up')
       return False
     return True
 
   def visited(self, node, found):
     self.ops[node.name] = found
-    self._join([node.name] + [split_input(node.input[i])[0]
-                              for i in found.inputs])
+    outputs = self.g.all_outputs(node) if found.kind == 'split' else [
+        node.name]
+    self._join([self.g.key(t) for t in outputs] + [
+        self.g.key(node.input[i]) for i in found.inputs])
 
   def _members(self, start):
     if self._groups is None:
       self._groups = collections.defaultdict(list)
       for tensor in sorted(self._index, key=lambda t: self.position.get(
-          t, len(self.position))):
+          split_input(t)[0], len(self.position))):
         self._groups[self.tensors.find(self._index[tensor])].append(tensor)
     group = self._groups[self.tensors.find(self._index[start])]
     return [start] + [t for t in group if t != start]
@@ -251,20 +262,21 @@ class RegionWalk(Forward):
 
   def _uses(self, region, tensor):
     """Adds the sinks and pins of `tensor`'s producer and users."""
-    g, producer = self.g, self.g.nodes[tensor]
+    name, read = split_input(tensor)   # read: a split's output k
+    g, producer = self.g, self.g.nodes[name]
     if tensor in self.origins:
       self._pin(region, tensor, producer, 'its channels come from this %s, '
                 'which the shrink does not remove' % producer.op)
-    if tensor in g.outputs:
+    if name in g.outputs:
       self._pin(region, tensor, producer, 'it is a graph output')
-    for user, index, port in g.users.get(tensor, []):
-      if port != 0:
-        self._pin(region, tensor, user, 'an output other than 0 is used')
+    for user, index, port in g.users.get(name, []):
+      if port != read:
+        if g.key('%s:%d' % (name, port)) not in region.ids:   # a split's
+          self._pin(region, tensor, user, 'an output other than 0 is used')
         continue
       layer = self.layers.get(user.name)
       if layer is not None:
-        if index != 0 or static_rank(g, tensor) != (4 if layer.kind == 'conv'
-                                              else 2):
+        if index != layer.data or static_rank(g, tensor) != layer.rank:
           self._pin(region, tensor, user,
                     'it is not the data input of this layer')
         elif (layer, tensor) not in region.sinks:

@@ -29,6 +29,8 @@ returned, with the op that made it unknown).
 import numpy as np
 
 from tf1prune.channels.table import constant_through
+from tf1prune.export.shrink.editable import outputs_of
+from tf1prune.export.shrink.split import split_values
 from tf1prune.export.shrink.border_maps import map_value
 from tf1prune.export.shrink.padding import (conv_map, conv_pads,
                                             depthwise_map, pool_map)
@@ -36,8 +38,9 @@ from tf1prune.export.shrink.frozen_graph import attr_ints, attr_str, split_input
 
 
 def spatial_size(g, tensor):
-  """[H, W] of a rank-4 tensor if both are known, else None."""
-  shape = g.shapes.get(tensor)
+  """[H, W] of a rank-4 tensor (a name, maybe with a port) if both are
+  known, else None."""
+  shape = g.shapes.get(g.key(tensor))
   if not shape or len(shape) != 4 or None in shape[1:3]:
     return None
   return shape[1:3]
@@ -54,7 +57,7 @@ def layer_pads(g, node, kernel):
   padding of a kernel that spans one position pads nothing, whatever the
   size)."""
   padding = attr_str(node, 'padding', 'VALID')
-  size = spatial_size(g, split_input(node.input[0])[0])
+  size = spatial_size(g, node.input[0])
   dilations = attr_ints(node, 'dilations', [1] * 4)[1:3]
   if padding == 'SAME' and size is None:
     if any((k - 1) * d for k, d in zip(kernel, dilations)):
@@ -75,8 +78,10 @@ def empty_filters(g, layer):
   """bool [O]: the outputs of `layer` whose weights on its data inputs (the
   extra channels left out) are all zero."""
   weight = g.value(layer.weight)
-  if layer.kind != 'dense':
-    weight = weight[:, :, :weight.shape[2] - extra_count(g, layer)]
+  count = extra_count(g, layer)
+  if count:   # a conv's
+    weight = weight[:, :, :weight.shape[2] - count]
+  weight = np.moveaxis(weight, layer.out_axis, -1)
   return ~weight.reshape(-1, weight.shape[-1]).any(axis=0)
 
 
@@ -96,9 +101,8 @@ def _extra_value(g, layer):
   weight = g.value(layer.weight)
   count = extra_count(g, layer)
   if not count:
-    return np.zeros((1, 1, weight.shape[-1]))
-  source = split_input(layer.node.input[0])[0]
-  size = spatial_size(g, source)
+    return np.zeros((1, 1, weight.shape[layer.out_axis]))
+  size = spatial_size(g, layer.node.input[0])
   pads = layer_pads(g, layer.node, weight.shape[:2])
   if size is None and pads is not None and not np.any(pads) and all(
       pattern is None for _, pattern in g.extra[layer.node.name]):
@@ -146,7 +150,7 @@ def _depthwise_value(g, node, weight, x, reasons):
   dilations = attr_ints(node, 'dilations', [1] * 4)[1:3]
   if x.shape[:2] == (1, 1) and pads is not None and not np.any(pads):
     return (x[0, 0, :, None] * weight.sum(axis=(0, 1))).reshape(1, 1, -1)
-  size = spatial_size(g, split_input(node.input[0])[0])
+  size = spatial_size(g, node.input[0])
   if pads is None or size is None:
     return _unknown(x, weight.shape[-1], reasons, node,
                     'the input size of this depthwise conv is unknown: it '
@@ -291,12 +295,14 @@ def _apply(g, op, inputs, reasons):
     return x if x.shape[:2] == (1, 1) else x[op.extra[0], op.extra[1]]
   if kind == 'spatial':
     return _spatial(g, op, x, reasons)
+  if kind == 'split':
+    return split_values(op, x)
   if kind == 'lrn':
     value = op.rule.value(None, x)
     if np.isnan(value).any():
       reasons.append((node.name, node.op, op.rule.why))
     return value
-  size = spatial_size(g, split_input(node.input[0])[0])
+  size = spatial_size(g, node.input[0])
   if kind == 'reduce':
     value = op.rule.value(x, None if size is None else size[0] * size[1])
     if _new_nan([x], value):   # only a Sum counts the positions
@@ -344,16 +350,19 @@ def propagate(g, region, position=None):
     for op in sorted(region.ops, key=lambda o: position[o.node.name]):
       inputs = []
       for index in op.inputs:
-        name = split_input(op.node.input[index])[0]
+        name = g.key(op.node.input[index])
         inputs.append(values.get(name, np.full(
             (1, 1, region.ids[name].size), np.nan)))
       count = len(reasons)
-      values[op.output] = _collapse(np.asarray(_apply(g, op, inputs,
-                                                      reasons), np.float64))
-      if len(reasons) == count and _new_nan(inputs, values[op.output]):
-        reasons.append((op.node.name, op.node.op, 'the constant a removed '
-                        'channel has is not finite after this %s' %
-                        op.node.op))
+      outs = _apply(g, op, inputs, reasons)
+      for name, out in zip(outputs_of(g, op), outs if op.kind == 'split'
+                           else [outs]):
+        values[name] = _collapse(np.asarray(out, np.float64))
+        if op.kind != 'split' and len(reasons) == count and _new_nan(
+            inputs, values[name]):
+          reasons.append((op.node.name, op.node.op, 'the constant a '
+                          'removed channel has is not finite after this %s'
+                          % op.node.op))
   for name, ids in region.ids.items():
     if name not in values:
       values[name] = np.full((1, 1, ids.size), np.nan)

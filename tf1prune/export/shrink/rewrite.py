@@ -42,7 +42,8 @@ their value is 0.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tf1prune.export.shrink import lrn
+from tf1prune.export.shrink import lrn, split
+from tf1prune.export.shrink.editable import output_sizes, outputs_of
 from tf1prune.export.shrink.border_maps import (drop_map_outputs, own_bias,
                                                 record_map, takes_map)
 from tf1prune.export.shrink.frozen_graph import attr_ints, split_input
@@ -99,7 +100,7 @@ def _contribution(g, layer, x, rows):
   pads = layer_pads(g, layer.node, weight.shape[:2])
   if x.shape[:2] == (1, 1) and not np.any(pads):
     return x.reshape(-1).dot(kernel.sum(axis=(0, 1)))
-  size = spatial_size(g, split_input(layer.node.input[0])[0])
+  size = spatial_size(g, layer.node.input[0])
   return conv_map(full(x, size), kernel, pads,
                   attr_ints(layer.node, 'strides', [1] * 4)[1:3],
                   attr_ints(layer.node, 'dilations', [1] * 4)[1:3])
@@ -191,7 +192,7 @@ def _padded_ones(g, layer, pattern):
     return None
   pads = g.const_behind(node.input[1])
   fill = g.const_behind(node.input[2]) if node.op == 'PadV2' else np.zeros(1)
-  size = spatial_size(g, split_input(node.input[0])[0])
+  size = spatial_size(g, node.input[0])
   if pads is None or fill is None or size is None or pads.shape != (4, 2) \
       or np.any(pads[[0, 3]]) or np.any(fill):
     return None
@@ -202,21 +203,21 @@ def _padded_ones(g, layer, pattern):
   return node.input[0], pads
 
 
-def _meeting(region, position, classes, cls, kept):
+def _meeting(g, region, position, classes, cls, kept):
   """The first op of `region` where class `cls` from filters that are all
   empty meets `cls` from a kept filter (a residual add, a sub, a product):
   kept is {layer output: whether its filter of `cls` is kept}. A product of
   two tensors of the same filters (swish's x * sigmoid(x)) is no meeting."""
   keeps = dict(kept)
   for op in sorted(region.ops, key=lambda o: position.get(o.node.name, 0)):
-    seen = [keeps[t] for t in (split_input(op.node.input[i])[0]
-                               for i in op.inputs)
+    seen = [keeps[t] for t in (g.key(op.node.input[i]) for i in op.inputs)
             if t in keeps and cls in classes[t]]
     if not seen:
       continue
     if len(set(seen)) > 1:
       return op.node
-    keeps[op.output] = seen[0]
+    for tensor in outputs_of(g, op):
+      keeps[tensor] = seen[0]
   return None
 
 
@@ -237,8 +238,9 @@ def _first_unknown(g, values, classes, c, caused):
     if bad[classes[tensor] == c].any():
       if tensor in caused:
         return caused[tensor]
-      return (tensor, g.nodes[tensor].op, 'the removed channel is not a '
-              'known constant after this %s' % g.nodes[tensor].op)
+      op = g.nodes[split_input(tensor)[0]].op
+      return (tensor, op, 'the removed channel is not a known constant '
+              'after this %s' % op)
   raise ValueError('internal error: channel class %d is not known at a use '
                    'of its region, yet known everywhere' % c)
 
@@ -268,7 +270,7 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
     bad = ~np.isfinite(values[tensor]).all(axis=(0, 1))
     unknown.update(classes[tensor][bad].tolist())
   for c in dead & live & unknown:
-    node = _meeting(region, position, classes, c, dict(
+    node = _meeting(g, region, position, classes, c, dict(
         (name, keeps) for (name, cls), keeps in kept.items() if cls == c))
     where = (node.name, node.op) if node is not None else ('', '')
     block.setdefault(c, where + ('not every member of this add drops the '
@@ -280,6 +282,8 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
   for c in unknown:
     block.setdefault(c, ('', '', 'its value varies per example'))
   for layer, tensor in region.sinks:
+    if layer.kind in ('conv_transpose', 'conv3d'):
+      _zero_only(layer, classes[tensor], values[tensor], block)
     if layer.kind != 'conv':
       continue
     value = values[tensor]
@@ -311,6 +315,27 @@ def _decide(g, region, fold_borders, position, classes, values, reasons,
       return block, set(c for c in goes if c not in block)
 
 
+def _zero_only(layer, classes, value, block):
+  """Keeps the channels that a transposed conv or a Conv3D reads whose
+  constant is not 0: what they give its outputs is not followed."""
+  for c in classes[np.any(value, axis=(0, 1))]:
+    block.setdefault(c, (layer.node.name, layer.node.op, (
+        '%s is a %s: only channels whose constant is 0 are removed before '
+        'it' % (layer.node.name, layer.node.op))))
+
+
+def _write_output_channels(g, layer, kept):
+  """Writes `kept` as the channel count of transposed conv `layer`'s
+  output shape (`editable.output_sizes`)."""
+  const = output_sizes(g, layer.node)
+  value = g.value(const).copy()
+  if value.ndim:
+    value[-1] = kept
+  else:
+    value = np.asarray(kept, value.dtype)
+  g.set_value(const, value)
+
+
 def _keep_some(g, tensor, classes, goes, block):
   """Keeps the first classes of `tensor` that would go, so that one channel
   stays (two in `g.keep_two`, where it has two: a conv with one input and
@@ -321,7 +346,7 @@ def _keep_some(g, tensor, classes, goes, block):
     if staying >= need:
       return
     if c in goes and c not in block:
-      block[c] = (tensor, g.nodes[tensor].op, (
+      block[c] = (tensor, g.nodes[split_input(tensor)[0]].op, (
           'every output channel is empty; one is kept' if need == 1 else
           'a conv that reads or writes it would have one input and one '
           'output channel, which TF 2.x\'s oneDNN kernels compute wrongly '
@@ -448,13 +473,15 @@ def shrink_region(g, region, fold_borders, position=None, objective='flops'):
     keep = ~mask[layer.node.name] if layer.node.name in sources else None
     extra = _sink_update(g, layer, values[tensor][..., rows], rows, keep,
                          objective)
-    _delete(g, layer.weight, mask[tensor], axis=-2)
+    _delete(g, layer.weight, mask[tensor], axis=layer.in_axis)
     if extra is not None:
       g.folded.setdefault(layer.node.name, []).extend(
           append_channels(g, layer, *extra))
   for layer in region.sources:
-    _delete(g, layer.weight, mask[layer.node.name])
+    _delete(g, layer.weight, mask[layer.node.name], axis=layer.out_axis)
     drop_map_outputs(g, layer, mask[layer.node.name])
+    if layer.kind == 'conv_transpose':
+      _write_output_channels(g, layer, int((~mask[layer.node.name]).sum()))
   for op in region.ops:
     if op.kind == 'elementwise' and op.const is not None:
       _delete(g, op.const, mask[op.output])
@@ -469,6 +496,8 @@ def shrink_region(g, region, fold_borders, position=None, objective='flops'):
       bound = g.value(op.const).copy()   # the end (size) on the channels
       bound[-1] = int((~mask[op.output]).sum())
       g.set_value(op.const, bound)
+    elif op.kind == 'split':
+      split.resize(g, op, [int((~mask[t]).sum()) for t in outputs_of(g, op)])
     elif op.kind == 'reshape' and op.const is not None and \
         g.value(op.const)[-1] != -1:
       target = g.value(op.const).copy()

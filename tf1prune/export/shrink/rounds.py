@@ -86,7 +86,8 @@ def check_objective(objective):
 def _stats(g, layer):
   """(inputs, outputs, params, flops) of `layer` with the current values."""
   shape = g.value(layer.weight).shape
-  inputs, outputs = shape[-2] - extra_count(g, layer), shape[-1]
+  inputs = shape[layer.in_axis] - extra_count(g, layer)
+  outputs = shape[layer.out_axis]
   if layer.kind == 'depthwise':
     outputs = shape[-2] * shape[-1]
   bias = own_bias(g, layer, outputs)
@@ -94,8 +95,12 @@ def _stats(g, layer):
       g.value(c).size for c in g.folded.get(layer.node.name, ()) if c != bias)
   flops = 2 * int(np.prod(shape))
   if layer.kind != 'dense':
-    out = g.shapes.get(layer.node.name)
-    flops = flops * out[1] * out[2] if out and None not in out[1:3] else None
+    # The positions of the output; a transposed conv's filter meets each
+    # position of its input.
+    out = g.shape(layer.node.input[layer.data]) if \
+        layer.kind == 'conv_transpose' else g.shapes.get(layer.node.name)
+    flops = flops * int(np.prod(out[1:-1])) if out and None not in \
+        out[1:-1] else None
   else:
     rows = rows_per_example(g, layer.node)
     flops = None if rows is None else flops * rows
@@ -114,7 +119,7 @@ def rows_per_example(g, node):
   reshape = g.nodes.get(name)
   if port != 0 or reshape is None or reshape.op != 'Reshape':
     return 1
-  source = g.shapes.get(split_input(reshape.input[0])[0])
+  source = g.shapes.get(g.key(reshape.input[0]))
   out = g.shapes.get(name)
   if not source or not out or len(source) < 3 or len(out) != 2 or \
       source[-1] is None or out[-1] != source[-1]:
