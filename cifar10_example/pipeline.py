@@ -136,8 +136,9 @@ def _train_and_export(name, spec, source, folder, max_steps, settings, log):
   import tf1prune  # pylint: disable=g-import-not-at-top
   target = ''
   if spec is not None:
+    budget = _budget(spec.budget)
     target = ', %s from step %d to %d' % (
-        'budget %s' % (_budget(spec.budget),) if _budget(spec.budget) else
+        'budget %s' % (budget,) if budget else
         'target sparsity %g' % spec.target_sparsity,
         spec.sparsity_function_begin_step, spec.sparsity_function_end_step)
   log('training %s model: %d steps, batch %d, learning rate %g, seed %d%s',
@@ -329,8 +330,9 @@ def format_table(summary):
   out.extend(line(r) for r in rows)
   out.append('(x: ratio to dense; latency: median of interleaved repeats in '
              'one process, one thread)')
-  if _budget_line(summary):
-    out.append(_budget_line(summary))
+  budget_line = _budget_line(summary)
+  if budget_line:
+    out.append(budget_line)
   out.append('')
   layer_header = ['layer', 'shape', 'weights'] + names
   layer_rows = [[l['name'], 'x'.join(str(s) for s in l['shape']),

@@ -33,7 +33,8 @@ import collections
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-__all__ = ['Touch', 'bn_scales', 'magnitude', 'per_channel', 'summed']
+__all__ = ['Touch', 'bn_scales', 'covered', 'magnitude', 'per_channel',
+           'scales_or', 'summed']
 
 
 class Touch(collections.namedtuple('Touch', ['name', 'weight', 'axis',
@@ -105,3 +106,21 @@ def bn_scales(scales, num_units):
   |gamma| over its mean, summed per unit."""
   return _sum_units([(_normalized(tf.abs(tf.cast(_read(v), tf.float64))), u)
                      for v, u in scales], num_units)
+
+
+def covered(scales, num_units):
+  """bool [num_units]: the units some gamma of `scales` (as `bn_scales`
+  takes them) covers."""
+  found = np.zeros(num_units, bool)
+  for _, units in scales:
+    found[units] = True
+  return found
+
+
+def scales_or(values, scales, num_units):
+  """Float64 [num_units]: `bn_scales` of `scales` for the units they cover
+  (`covered`), `values` (another criterion's) for the others."""
+  if not scales:
+    return values
+  return tf.where_v2(covered(scales, num_units),
+                     bn_scales(scales, num_units), values)

@@ -136,10 +136,9 @@ class KerasBudget(object):
     self._scales = [(p.variable, self.offsets[p.owner] + p.ids)
                     for p in params if p.what == 'scale']
     if spec.budget_criterion == 'bn_scale':
-      covered = set(int(self.unit_group[u]) for _, units in self._scales
-                    for u in units)
+      covered = importance.covered(self._scales, self.model.num_units)
       for position, group in enumerate(self.groups):
-        if position not in covered:
+        if not covered[self.unit_group == position].any():
           warn('budget_criterion=bn_scale: channel group [%s] has no batch '
                'norm with a scale after it; it is ranked by l2' % (group,))
 
@@ -231,15 +230,11 @@ class KerasBudget(object):
                 for name, variable, axis, units in self._consumers]
     values = importance.magnitude(touches, 'l1' if criterion == 'l1'
                                   else 'l2', self.model.num_units)
-    if criterion != 'bn_scale' or not self._scales:
+    if criterion != 'bn_scale':
       return values
-    covered = np.zeros(self.model.num_units, bool)
-    for _, units in self._scales:
-      covered[units] = True
-    scales = importance.bn_scales(
-        [(tf.convert_to_tensor(v), units) for v, units in self._scales],
-        self.model.num_units)
-    return tf.where(covered, scales, values)
+    return importance.scales_or(
+        values, [(tf.convert_to_tensor(v), units) for v, units in
+                 self._scales], self.model.num_units)
 
   def keep_units(self, step):
     """(float32 [U] keep mask, float64 cost) at `step`."""

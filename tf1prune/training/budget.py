@@ -369,19 +369,14 @@ class BudgetPlan(object):
       return values
     scales = [(v, self.offsets[position] + ids)
               for v, position, ids, what in params if what == 'scale']
-    covered = np.zeros(self.model.num_units, bool)
-    for _, units in scales:
-      covered[units] = True
+    covered = importance.covered(scales, self.model.num_units)
     for index, group in enumerate(self.groups):
       if not covered[self.unit_group == index].any():
         coupled_warn(self.graph,
                      'budget_criterion=bn_scale: channel group [%s] has no '
                      'batch norm with a scale after it; it is ranked by l2',
                      group)
-    if not scales:
-      return values
-    return tf.where_v2(covered, importance.bn_scales(
-        scales, self.model.num_units), values)
+    return importance.scales_or(values, scales, self.model.num_units)
 
 
 def applied_gradients(graph):
